@@ -4,9 +4,9 @@ Chapter 1 (*Attention in one page, and the zoo*) walks through this module; ever
 
 Attention turns a query and a set of keys into a weight vector and a weighted average of values:
 
-    e_j = score(q, k_j)                 scores:  (batch, src_len)
-    α   = projection(e)  (masked e_j = −∞)  weights: (batch, src_len), on the simplex
-    c   = Σ_j α_j v_j                   context: (batch, value_dim)
+    e_j = score(q, k_j)                            scores:  (batch, src_len)
+    α   = projection(e), masked e_j set to −∞     weights: (batch, src_len), on the simplex
+    c   = Σ_j α_j v_j                              context: (batch, value_dim)
 
 Shapes used throughout: ``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)``,
 ``values: (batch, src_len, value_dim)``, ``mask: (batch, src_len)`` boolean with True = keep.
@@ -91,6 +91,13 @@ def _resolve_projection(projection: str | Projection, projection_kwargs: dict) -
     return projection
 
 
+def _projection_name(projection: str | Projection) -> str:
+    """What ``repr`` shows: the name, or the callable's ``__name__``."""
+    if isinstance(projection, str):
+        return projection
+    return getattr(projection, "__name__", type(projection).__name__)
+
+
 def _weighted_sum(weights: Tensor, values: Tensor) -> Tensor:
     """``(batch, src_len) × (batch, src_len, value_dim) -> (batch, value_dim)``."""
     return torch.bmm(weights.unsqueeze(1), values).squeeze(1)
@@ -137,6 +144,9 @@ class AdditiveScore(nn.Module):
     """Bahdanau et al. (2015) additive score, Luong's "concat", eq. 9 of Zhang et al. (2019).
 
     ``e_j = vᵀ tanh(W q + U k_j)``, which equals ``vᵀ tanh(W_a [q; k_j])`` with ``W_a = [W, U]``.
+
+    ``U k_j`` does not depend on the decoder step: a decoder may compute it once per source sentence with
+    :meth:`project_keys` and pass it to every step as ``projected_keys=`` (through ``Attention`` too).
     """
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
@@ -145,14 +155,24 @@ class AdditiveScore(nn.Module):
         self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
-    def _features(self, query: Tensor, keys: Tensor) -> Tensor:
+    def project_keys(self, keys: Tensor) -> Tensor:
+        """``U k_j``: ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len, hidden_dim)``."""
+        return self.key_proj(keys)
+
+    def _features(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
         """``W q + U k_j`` for every j: ``(batch, src_len, hidden_dim)``."""
         _check_query_keys(query, keys, self.query_proj.in_features, self.key_proj.in_features)
-        return self.query_proj(query).unsqueeze(1) + self.key_proj(keys)
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        else:
+            _check_shape("projected_keys", projected_keys, batch=keys.shape[0], src_len=keys.shape[1],
+                         hidden_dim=self.key_proj.out_features)
+        return self.query_proj(query).unsqueeze(1) + projected_keys
 
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len)``."""
-        return self.v(torch.tanh(self._features(query, keys))).squeeze(-1)
+    def forward(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None = None) -> Tensor:
+        """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)``, optional ``projected_keys``
+        from :meth:`project_keys` -> ``scores: (batch, src_len)``."""
+        return self.v(torch.tanh(self._features(query, keys, projected_keys))).squeeze(-1)
 
 
 class CosineScore(nn.Module):
@@ -218,9 +238,10 @@ class LocationSensitiveScore(AdditiveScore):
         self.location_proj = nn.Linear(n_filters, hidden_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(hidden_dim))
 
-    def forward(self, query: Tensor, keys: Tensor, previous_weights: Tensor) -> Tensor:
+    def forward(self, query: Tensor, keys: Tensor, previous_weights: Tensor,
+                projected_keys: Tensor | None = None) -> Tensor:
         """``previous_weights: (batch, src_len)`` -> ``scores: (batch, src_len)``."""
-        features = self._features(query, keys)
+        features = self._features(query, keys, projected_keys)
         _check_shape("previous_weights", previous_weights, batch=keys.shape[0], src_len=keys.shape[1])
         location = self.location_conv(previous_weights.unsqueeze(1)).transpose(1, 2)
         return self.v(torch.tanh(features + self.location_proj(location) + self.bias)).squeeze(-1)
@@ -243,9 +264,10 @@ class CoverageAdditiveScore(AdditiveScore):
         self.coverage_dim = coverage_dim
         self.coverage_proj = nn.Linear(coverage_dim, hidden_dim, bias=False)
 
-    def forward(self, query: Tensor, keys: Tensor, coverage: Tensor) -> Tensor:
+    def forward(self, query: Tensor, keys: Tensor, coverage: Tensor,
+                projected_keys: Tensor | None = None) -> Tensor:
         """``coverage: (batch, src_len)`` or ``(batch, src_len, coverage_dim)`` -> ``(batch, src_len)``."""
-        features = self._features(query, keys)
+        features = self._features(query, keys, projected_keys)
         batch, src_len = keys.shape[:2]
         if self.coverage_dim == 1:
             _check_shape("coverage", coverage, batch=batch, src_len=src_len)
@@ -318,8 +340,7 @@ class Attention(nn.Module):
                  **projection_kwargs: float | bool | torch.Generator) -> None:
         super().__init__()
         self.score = _resolve_score(score)
-        self.projection_name = projection if isinstance(projection, str) else getattr(
-            projection, "__name__", type(projection).__name__)
+        self.projection_name = _projection_name(projection)
         self.projection = _resolve_projection(projection, projection_kwargs)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None,
@@ -454,7 +475,7 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.dropout = nn.Dropout(dropout)
-        self.projection_name = projection if isinstance(projection, str) else type(projection).__name__
+        self.projection_name = _projection_name(projection)
         self.projection = _resolve_projection(projection, projection_kwargs)
 
     @classmethod
@@ -508,15 +529,13 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.q_proj(query))
         k = self._split_heads(self.k_proj(key))
         v = self._split_heads(self.v_proj(value))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        keep = torch.ones(batch, 1, tgt_len, src_len, dtype=torch.bool, device=query.device)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, tgt_len, src_len)
         if key_padding_mask is not None:
             _check_mask("key_padding_mask", key_padding_mask, batch=batch, src_len=src_len)
-            keep = keep & key_padding_mask[:, None, None, :]
+            scores = scores.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
         if attn_mask is not None:
             _check_mask("attn_mask", attn_mask, tgt_len=tgt_len, src_len=src_len)
-            keep = keep & attn_mask
-        scores = scores.masked_fill(~keep, float("-inf"))
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
         heads = self.dropout(weights) @ v
         output = self.out_proj(heads.transpose(1, 2).reshape(batch, tgt_len, self.embed_dim))

@@ -194,6 +194,17 @@ def test_additive_score_equals_concat_form():
     torch.testing.assert_close(score(query, keys), expected)
 
 
+@pytest.mark.parametrize("score_name", ["additive", "location_sensitive", "coverage_vector"])
+def test_precomputed_key_projection_gives_the_same_attention(score_name):
+    attention, query, keys, values, mask, state = _build(score_name, "softmax", {}, "random")
+    projected_keys = attention.score.project_keys(keys)
+    expected = attention(query, keys, values, mask=mask, **state)
+    cached = attention(query, keys, values, mask=mask, projected_keys=projected_keys, **state)
+    torch.testing.assert_close(cached, expected)
+    with pytest.raises(ValueError, match=r"projected_keys must have shape \(batch, src_len, hidden_dim\)"):
+        attention(query, keys, values, mask=mask, projected_keys=projected_keys[:, :, :2], **state)
+
+
 def test_location_score_uses_the_query_only_and_truncates():
     score = LocationScore(QUERY_DIM, max_src_len=6)
     query = torch.randn(2, QUERY_DIM)
