@@ -1,4 +1,30 @@
 """sparse_tutorial: the companion library of the executable book on sparse attention."""
 from sparse_tutorial.profiles import default_device, profile, seed_everything
+from sparse_tutorial.projections import (
+    PROJECTIONS,
+    Entmax15,
+    GumbelSoftmax,
+    Softmax,
+    SoftmaxWithTemperature,
+    SparsegenLin,
+    Sparsemax,
+    entmax15,
+    get_projection,
+    gumbel_softmax,
+    softmax,
+    softmax_with_temperature,
+    sparsegen_lin,
+    sparsemax,
+)
+from sparse_tutorial.losses import binary_sparsemax_loss, modified_huber_loss, multilabel_target, sparsemax_loss
+from sparse_tutorial.regularizers import (
+    PENALTIES,
+    entropy,
+    entropy_penalty,
+    l1_norm,
+    l1_penalty,
+    linf_norm,
+    linf_penalty,
+)
 
 __version__ = "0.1.0"

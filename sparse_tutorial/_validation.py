@@ -1,0 +1,51 @@
+"""Input checks shared by the projections, losses and regularizers.
+
+Every check raises an error that names the offending argument, so a wrong call is fixed from the message
+alone. Nothing here is part of the public API.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def check_floating(tensor: Tensor, name: str) -> None:
+    """Raise unless ``tensor`` is a non-empty floating-point tensor with at least one dimension."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if not tensor.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {tensor.dtype}")
+    if tensor.dim() == 0:
+        raise ValueError(f"{name} must have at least one dimension, got a 0-d tensor")
+
+
+def compute_dtype(tensor: Tensor) -> Tensor:
+    """``tensor`` in the dtype the arithmetic runs in: float16/bfloat16 are upcast to float32."""
+    return tensor.float() if tensor.dtype in LOW_PRECISION else tensor
+
+
+def check_row_max(row_max: Tensor, name: str) -> None:
+    """Raise if a row maximum reveals a NaN (max propagates NaN) or a +inf in the scores."""
+    if torch.isnan(row_max).any():
+        raise ValueError(f"{name} contain NaN; a projection of NaN scores is undefined")
+    if torch.isposinf(row_max).any():
+        raise ValueError(f"{name} contain +inf; mask positions with -inf, never +inf")
+
+
+def check_positive(value: float, name: str) -> None:
+    """Raise unless ``value`` is a finite number > 0 (e.g. a temperature)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def check_mask(mask: Tensor, name: str, shape: torch.Size) -> None:
+    """Raise unless ``mask`` is a boolean tensor of exactly ``shape`` (True = keep)."""
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"{name} must be a boolean tensor (True = keep), got "
+                        f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    if mask.shape != shape:
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")

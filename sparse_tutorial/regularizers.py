@@ -1,0 +1,129 @@
+"""Norms and entropy of attention weights, and the penalties built from them (Zhang et al. 2019, §III).
+
+Chapter 2 shows why ‖α‖₁ cannot sparsify attention (it is 1 on the simplex, so its gradient through
+softmax vanishes), chapter 3 the maximum-L∞ regularizer with its weak subgradient (eq. 14, 16), chapter 4
+the minimum-entropy regularizer (eq. 15).
+
+Per-slice values, along ``dim`` of ``weights: (..., src_len, ...)``:
+
+* :func:`l1_norm` — ``Σ |α_j|``;
+* :func:`linf_norm` — ``max_j |α_j|``; its gradient is the weak subgradient of eq. 16, ``sign(α_k) e_k``
+  for the FIRST maximising index ``k`` (one-hot even on ties);
+* :func:`entropy` — ``−Σ α_j log α_j`` with ``0 log 0 = 0``; gradient ``−(log α_j + 1)`` where ``α_j > 0``
+  and 0 where ``α_j = 0`` (exact zeros from sparsemax), never NaN or inf.
+
+Penalties to ADD to a loss that is minimised, averaged over real target tokens, with
+``weights: (batch, tgt_len, src_len)`` and ``target_mask: (batch, tgt_len)`` (True = real token):
+``entropy_penalty`` (mean entropy), ``linf_penalty`` (−mean max α: maximising the peak) and ``l1_penalty``
+(mean ‖α‖₁, constant 1 on the simplex). ``PENALTIES`` maps their names to them.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from sparse_tutorial._validation import check_floating, check_mask
+
+
+def l1_norm(weights: Tensor, dim: int = -1) -> Tensor:
+    """``‖α‖₁ = Σ_j |α_j|`` along ``dim`` (Zhang et al. eq. 13); always 1 for attention weights."""
+    check_floating(weights, "weights")
+    return weights.abs().sum(dim)
+
+
+class _LinfNorm(torch.autograd.Function):
+    """``max_j |α_j|`` with the weak subgradient ``sign(α_k) e_k``, ``k`` the first maximiser (eq. 16)."""
+
+    @staticmethod
+    def forward(ctx, weights: Tensor, dim: int) -> Tensor:  # noqa: D102 - documented on the class
+        first_argmax = weights.abs().argmax(dim, keepdim=True)
+        ctx.dim = dim
+        ctx.save_for_backward(weights, first_argmax)
+        return weights.gather(dim, first_argmax).abs().squeeze(dim)
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+        weights, first_argmax = ctx.saved_tensors
+        sign = weights.gather(ctx.dim, first_argmax).sign()
+        grad = torch.zeros_like(weights)
+        return grad.scatter_(ctx.dim, first_argmax, sign * grad_output.unsqueeze(ctx.dim)), None
+
+
+def linf_norm(weights: Tensor, dim: int = -1) -> Tensor:
+    """``‖α‖_∞ = max_j |α_j|`` along ``dim`` (Zhang et al. eq. 14), with the one-hot weak subgradient (eq. 16).
+
+    The gradient is ``sign(α_k)`` at the first index ``k`` that attains the maximum and 0 elsewhere, also on
+    ties (``torch.amax`` would split it evenly among the tied entries instead).
+    """
+    check_floating(weights, "weights")
+    return _LinfNorm.apply(weights, dim)
+
+
+def entropy(weights: Tensor, dim: int = -1) -> Tensor:
+    """Shannon entropy ``−Σ_j α_j log α_j`` along ``dim`` (Zhang et al. eq. 15), in nats.
+
+    ``0 log 0 = 0``, and the gradient at an exact zero is 0 (not ``+inf``): the logarithm only ever sees
+    positive entries, the zeros take the other branch of ``torch.where``.
+    """
+    check_floating(weights, "weights")
+    positive = weights > 0
+    safe = torch.where(positive, weights, 1.0)
+    return -torch.where(positive, weights * safe.log(), 0.0).sum(dim)
+
+
+def _per_token_mean(per_token: Tensor, weights: Tensor, target_mask: Optional[Tensor]) -> Tensor:
+    """Mean of ``per_token: (batch, tgt_len)`` over the real target tokens (all tokens if no mask)."""
+    if target_mask is None:
+        return per_token.mean()
+    check_mask(target_mask, "target_mask", weights.shape[:-1])
+    kept = torch.where(target_mask, per_token, 0.0)
+    return kept.sum() / target_mask.sum().clamp_min(1)
+
+
+def _check_weights(weights: Tensor) -> None:
+    check_floating(weights, "weights")
+    if weights.dim() != 3:
+        raise ValueError(f"weights must have shape (batch, tgt_len, src_len), got {tuple(weights.shape)}")
+
+
+def entropy_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
+    """Minimum-entropy regularizer: mean entropy of the attention per real target token (scalar).
+
+    Args:
+        weights: ``(batch, tgt_len, src_len)``.
+        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
+    """
+    _check_weights(weights)
+    return _per_token_mean(entropy(weights), weights, target_mask)
+
+
+def linf_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
+    """Maximum-L∞ regularizer: ``−mean max_j α_j`` per real target token (scalar; minimising raises peaks).
+
+    Args:
+        weights: ``(batch, tgt_len, src_len)``.
+        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
+    """
+    _check_weights(weights)
+    return -_per_token_mean(linf_norm(weights), weights, target_mask)
+
+
+def l1_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
+    """L1 regularizer: mean ``‖α‖₁`` per real target token (scalar) — 1 on the simplex, so it does nothing.
+
+    Args:
+        weights: ``(batch, tgt_len, src_len)``.
+        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
+    """
+    _check_weights(weights)
+    return _per_token_mean(l1_norm(weights), weights, target_mask)
+
+
+PENALTIES: dict[str, Callable[..., Tensor]] = {
+    "entropy": entropy_penalty,
+    "linf": linf_penalty,
+    "l1": l1_penalty,
+}
+"""Name → penalty ``fn(weights, target_mask=None) -> scalar`` to add (times λ) to the training loss."""

@@ -1,0 +1,353 @@
+"""Tests of sparse_tutorial.projections: simplex, invariances, masks, edge cases, gradients, references."""
+from __future__ import annotations
+
+import functools
+
+import entmax
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparse_tutorial.projections import (
+    PROJECTIONS,
+    Entmax15,
+    GumbelSoftmax,
+    Softmax,
+    SoftmaxWithTemperature,
+    SparsegenLin,
+    Sparsemax,
+    entmax15,
+    get_projection,
+    gumbel_softmax,
+    softmax,
+    softmax_with_temperature,
+    sparsegen_lin,
+    sparsemax,
+)
+
+INF = float("inf")
+
+
+def _seeded_gumbel(scores, dim=-1, hard=False):
+    """Gumbel-softmax with fresh, fixed noise on every call, so that it is a deterministic function."""
+    return gumbel_softmax(scores, temperature=0.7, hard=hard, dim=dim, generator=torch.Generator().manual_seed(0))
+
+
+DETERMINISTIC = {
+    "softmax": softmax,
+    "temperature": functools.partial(softmax_with_temperature, temperature=0.5),
+    "sparsemax": sparsemax,
+    "sparsegen": functools.partial(sparsegen_lin, lam=0.4),
+    "sparsegen_dense": functools.partial(sparsegen_lin, lam=-2.0),
+    "entmax15": entmax15,
+}
+ALL = {**DETERMINISTIC, "gumbel": _seeded_gumbel, "gumbel_hard": functools.partial(_seeded_gumbel, hard=True)}
+SPARSE = {"sparsemax": sparsemax, "sparsegen": DETERMINISTIC["sparsegen"], "entmax15": entmax15}
+
+
+def _assert_on_simplex(weights: torch.Tensor, dim: int) -> None:
+    assert torch.isfinite(weights).all()
+    assert (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(dim), torch.ones_like(weights.sum(dim)), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_output_on_simplex_any_dim_and_batch_shape(name, dim):
+    scores = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(1)) * 3
+    _assert_on_simplex(ALL[name](scores, dim=dim), dim)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_invariant_to_adding_a_constant(name):
+    scores = torch.randn(6, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    fn = ALL[name]
+    torch.testing.assert_close(fn(scores + 123.0), fn(scores), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_dim_anywhere_and_non_contiguous_match_last_dim(name):
+    fn = DETERMINISTIC[name]
+    scores = torch.randn(4, 7, 3, generator=torch.Generator().manual_seed(3)) * 2
+    along_1 = fn(scores, dim=1)
+    along_last = fn(scores.movedim(1, -1).contiguous(), dim=-1).movedim(-1, 1)
+    torch.testing.assert_close(along_1, along_last, atol=1e-6, rtol=0)
+    non_contiguous = scores.transpose(0, 2)
+    assert not non_contiguous.is_contiguous()
+    torch.testing.assert_close(fn(non_contiguous, dim=1), along_1.transpose(0, 2), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_masked_positions_get_exactly_zero(name):
+    generator = torch.Generator().manual_seed(4)
+    scores = torch.randn(8, 10, generator=generator) * 2
+    keep = torch.rand(8, 10, generator=generator) > 0.5
+    keep[:, 0] = True
+    weights = ALL[name](scores.masked_fill(~keep, -INF))
+    assert (weights[~keep] == 0).all()
+    _assert_on_simplex(weights, -1)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_all_masked_row_gives_zeros_and_zero_gradient(name):
+    scores = torch.randn(3, 5, generator=torch.Generator().manual_seed(5))
+    scores[1] = -INF
+    scores.requires_grad_(True)
+    weights = ALL[name](scores)
+    assert (weights[1] == 0).all()
+    _assert_on_simplex(weights[[0, 2]], -1)
+    (weights * torch.randn(3, 5, generator=torch.Generator().manual_seed(6))).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    assert (scores.grad[1] == 0).all()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_nan_raises_value_error(name):
+    scores = torch.zeros(2, 3)
+    scores[1, 2] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        ALL[name](scores)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_plus_inf_raises_value_error(name):
+    with pytest.raises(ValueError, match=r"\+inf"):
+        ALL[name](torch.tensor([[0.0, INF]]))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_finite_huge_values(name):
+    scores = torch.tensor([[1e30, 0.0, -1e30], [3e38, -3e38, 0.0], [-3e38, -3e38, -3e38], [3e38, 3e38, 1.0]],
+                          requires_grad=True)
+    weights = ALL[name](scores)
+    _assert_on_simplex(weights, -1)
+    assert weights[0, 0] == 1 and weights[1, 0] == 1
+    weights.sum().backward()
+    assert torch.isfinite(scores.grad).all()
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_computes_in_float32_returns_input_dtype(name, dtype):
+    scores = (torch.randn(5, 6, generator=torch.Generator().manual_seed(7)) * 3).to(dtype)
+    scores[0, :3] = -INF
+    weights = ALL[name](scores)
+    assert weights.dtype == dtype
+    assert torch.equal(weights, ALL[name](scores.float()).to(dtype))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_length_one_rows(name):
+    scores = torch.randn(4, 1, generator=torch.Generator().manual_seed(8)).requires_grad_(True)
+    weights = ALL[name](scores)
+    assert torch.equal(weights, torch.ones(4, 1))
+    weights.sum().backward()
+    assert torch.allclose(scores.grad, torch.zeros(4, 1))
+
+
+@pytest.mark.parametrize("name", DETERMINISTIC)
+def test_ties_give_equal_weights(name):
+    weights = DETERMINISTIC[name](torch.tensor([[0.0, 0.0, 0.0, 0.0], [2.0, 2.0, 1.0, -5.0]]))
+    torch.testing.assert_close(weights[0], torch.full((4,), 0.25))
+    assert weights[1, 0] == weights[1, 1]
+    _assert_on_simplex(weights, -1)
+
+
+def test_sparsemax_of_tied_top_pair_is_half_half():
+    assert torch.equal(sparsemax(torch.tensor([1.0, 1.0, 0.0, -5.0])), torch.tensor([0.5, 0.5, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("name", [name for name in ALL if name != "gumbel_hard"])
+def test_gradcheck_float64(name):
+    # Scores on a grid spaced 0.37 apart keep every entry far (> 1e-3) from sparsemax's kinks z_j = τ.
+    generator = torch.Generator().manual_seed(9)
+    scores = (torch.randperm(24, generator=generator).double() * 0.37).view(4, 6) / 4
+    scores[0, 5] = -INF
+    scores.requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda s: ALL[name](s, dim=-1), (scores,))
+    assert torch.autograd.gradcheck(lambda s: ALL[name](s, dim=0), (scores,))
+
+
+def test_sparsemax_backward_is_the_closed_form_jacobian():
+    scores = torch.tensor([1.2, 0.9, 0.1, -1.0, 0.85], dtype=torch.float64)
+    weights = sparsemax(scores)
+    support = (weights > 0).double()
+    expected = torch.diag(support) - torch.outer(support, support) / support.sum()
+    jacobian = torch.autograd.functional.jacobian(sparsemax, scores)
+    torch.testing.assert_close(jacobian, expected)
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (16, 5), (64, 33), (8, 1000), (3, 4, 257)])
+@pytest.mark.parametrize("scale", [0.05, 1.0, 20.0])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_equals_entmax_package(shape, scale, dim):
+    scores = torch.randn(*shape, generator=torch.Generator().manual_seed(10)) * scale
+    torch.testing.assert_close(sparsemax(scores, dim), entmax.sparsemax(scores, dim), atol=1e-6, rtol=0)
+    torch.testing.assert_close(entmax15(scores, dim), entmax.entmax15(scores, dim), atol=1e-6, rtol=0)
+
+
+def test_gradients_equal_entmax_package():
+    scores = torch.randn(32, 50, dtype=torch.float64, generator=torch.Generator().manual_seed(11)) * 2
+    upstream = torch.randn(32, 50, dtype=torch.float64, generator=torch.Generator().manual_seed(12))
+    for ours, theirs in [(sparsemax, entmax.sparsemax), (entmax15, entmax.entmax15)]:
+        mine, reference = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+        (ours(mine) * upstream).sum().backward()
+        (theirs(reference, -1) * upstream).sum().backward()
+        torch.testing.assert_close(mine.grad, reference.grad, atol=1e-10, rtol=0)
+
+
+def test_sparsegen_lin():
+    scores = torch.randn(10, 12, generator=torch.Generator().manual_seed(13)) * 2
+    assert torch.equal(sparsegen_lin(scores, lam=0.0), sparsemax(scores))
+    torch.testing.assert_close(sparsegen_lin(scores, lam=0.5), sparsemax(scores * 2), atol=1e-6, rtol=0)
+    assert (sparsegen_lin(scores, lam=0.8) > 0).sum() <= (sparsemax(scores) > 0).sum()
+    for lam in [1.0, 1.5]:
+        with pytest.raises(ValueError, match="lam"):
+            sparsegen_lin(scores, lam=lam)
+
+
+def test_sparse_projections_put_exact_zeros_softmax_does_not():
+    scores = torch.randn(20, 30, generator=torch.Generator().manual_seed(14)) * 3
+    for fn in SPARSE.values():
+        assert (fn(scores) == 0).any()
+    assert (softmax(scores) > 0).all()
+
+
+def test_temperature_sharpens():
+    scores = torch.randn(5, 8, generator=torch.Generator().manual_seed(15))
+    assert (softmax_with_temperature(scores, 0.2).amax(-1) > softmax(scores).amax(-1)).all()
+    torch.testing.assert_close(softmax_with_temperature(scores, 1.0), softmax(scores))
+    for bad in [0.0, -1.0, float("nan"), INF]:
+        with pytest.raises(ValueError, match="temperature"):
+            softmax_with_temperature(scores, bad)
+
+
+def test_gumbel_reproducible_with_generator_and_random_without():
+    scores = torch.randn(4, 6, generator=torch.Generator().manual_seed(16))
+    first = gumbel_softmax(scores, generator=torch.Generator().manual_seed(1))
+    again = gumbel_softmax(scores, generator=torch.Generator().manual_seed(1))
+    other = gumbel_softmax(scores, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other)
+
+
+def test_gumbel_hard_is_one_hot_with_straight_through_gradient():
+    scores = torch.randn(6, 5, generator=torch.Generator().manual_seed(17), requires_grad=True)
+    upstream = torch.randn(6, 5, generator=torch.Generator().manual_seed(18))
+    hard = _seeded_gumbel(scores, hard=True)
+    assert set(hard.detach().unique().tolist()) == {0.0, 1.0}
+    assert torch.equal(hard.detach().sum(-1), torch.ones(6))
+    soft = _seeded_gumbel(scores)
+    assert torch.equal(hard.detach().argmax(-1), soft.detach().argmax(-1))
+    (grad_hard,) = torch.autograd.grad((hard * upstream).sum(), scores)
+    (grad_soft,) = torch.autograd.grad((soft * upstream).sum(), scores)
+    torch.testing.assert_close(grad_hard, grad_soft)
+
+
+def test_gumbel_never_samples_masked_positions():
+    generator = torch.Generator().manual_seed(19)
+    scores = torch.zeros(2000, 6)
+    scores[:, :3] = -INF
+    samples = gumbel_softmax(scores, hard=True, generator=generator)
+    assert samples[:, :3].sum() == 0
+    assert (samples[:, 3:].sum(0) > 500).all()
+
+
+def test_gumbel_sample_frequencies_follow_softmax():
+    scores = torch.tensor([1.0, 0.0, -1.0]).expand(20000, 3)
+    samples = gumbel_softmax(scores, hard=True, generator=torch.Generator().manual_seed(20))
+    torch.testing.assert_close(samples.mean(0), torch.softmax(torch.tensor([1.0, 0.0, -1.0]), 0),
+                               atol=0.015, rtol=0)
+
+
+def test_bad_input_types():
+    with pytest.raises(TypeError, match="scores"):
+        sparsemax(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="scores"):
+        softmax(torch.tensor(1.0))
+    with pytest.raises(TypeError, match="scores"):
+        entmax15([1.0, 2.0])
+
+
+def test_registry_and_get_projection():
+    assert set(PROJECTIONS) == {"softmax", "sparsemax", "sparsegen", "entmax15", "temperature", "gumbel"}
+    scores = torch.randn(3, 5, generator=torch.Generator().manual_seed(21))
+    assert torch.equal(get_projection("sparsemax")(scores, dim=-1), sparsemax(scores))
+    assert torch.equal(get_projection("sparsegen", lam=0.5)(scores), sparsegen_lin(scores, lam=0.5))
+    assert torch.equal(get_projection("temperature", temperature=0.3)(scores, dim=0),
+                       softmax_with_temperature(scores, 0.3, dim=0))
+    gumbel = get_projection("gumbel", temperature=0.5, hard=True)
+    assert torch.equal(gumbel(scores).sum(-1), torch.ones(3))
+    with pytest.raises(ValueError, match="valid names.*entmax15"):
+        get_projection("sparsemaxx")
+    with pytest.raises(ValueError, match="tempreature"):
+        get_projection("temperature", tempreature=0.5)
+    with pytest.raises(ValueError, match="lam"):
+        get_projection("softmax", lam=0.5)
+    with pytest.raises(ValueError, match="temperature"):
+        get_projection("gumbel", temperature=0.0)
+    with pytest.raises(ValueError, match="lam"):
+        get_projection("sparsegen", lam=1.0)
+
+
+def test_module_twins_equal_functions():
+    scores = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(22))
+    pairs = [(Softmax(dim=1), softmax(scores, 1)), (Sparsemax(dim=0), sparsemax(scores, 0)),
+             (Entmax15(), entmax15(scores)), (SparsegenLin(lam=0.3), sparsegen_lin(scores, 0.3)),
+             (SoftmaxWithTemperature(0.4), softmax_with_temperature(scores, 0.4)),
+             (GumbelSoftmax(0.5, generator=torch.Generator().manual_seed(3)),
+              gumbel_softmax(scores, 0.5, generator=torch.Generator().manual_seed(3)))]
+    for module, expected in pairs:
+        assert torch.equal(module(scores), expected)
+    with pytest.raises(ValueError, match="temperature"):
+        GumbelSoftmax(temperature=-1.0)
+
+
+score_rows = st.lists(st.floats(-50, 50, allow_nan=False, width=64), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(score_rows, st.floats(-1e3, 1e3, width=64))
+def test_property_simplex_and_shift_invariance(values, shift):
+    scores = torch.tensor(values, dtype=torch.float64)
+    for fn in DETERMINISTIC.values():
+        weights = fn(scores)
+        _assert_on_simplex(weights, -1)
+        torch.testing.assert_close(fn(scores + shift), weights, atol=1e-9, rtol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(score_rows)
+def test_property_sparsemax_satisfies_projection_kkt(values):
+    # p = sparsemax(z) iff there is a τ with p_j = z_j − τ on the support and z_j ≤ τ off it.
+    scores = torch.tensor(values, dtype=torch.float64)
+    weights = sparsemax(scores)
+    support = weights > 0
+    tau = scores[support] - weights[support]
+    torch.testing.assert_close(tau, tau[:1].expand_as(tau), atol=1e-9, rtol=0)
+    assert (scores[~support] <= tau[0] + 1e-9).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(score_rows)
+def test_property_entmax15_satisfies_kkt(values):
+    # p = entmax15(z) iff there is a τ with sqrt(p_j) = z_j/2 − τ on the support and z_j/2 ≤ τ off it.
+    scores = torch.tensor(values, dtype=torch.float64)
+    weights = entmax15(scores)
+    support = weights > 0
+    tau = scores[support] / 2 - weights[support].sqrt()
+    torch.testing.assert_close(tau, tau[:1].expand_as(tau), atol=1e-9, rtol=0)
+    assert (scores[~support] / 2 <= tau[0] + 1e-9).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(score_rows, st.lists(st.floats(0, 1, width=64), min_size=12, max_size=12))
+def test_property_sparsemax_is_the_closest_point_of_the_simplex(values, raw_point):
+    # Variational inequality of a Euclidean projection: <z − p, q − p> ≤ 0 for every q on the simplex.
+    scores = torch.tensor(values, dtype=torch.float64)
+    point = torch.tensor(raw_point[: len(values)], dtype=torch.float64) + 1e-3
+    point = point / point.sum()
+    weights = sparsemax(scores)
+    assert torch.dot(scores - weights, point - weights) <= 1e-9
+    assert (scores - weights).norm() <= (scores - point).norm() + 1e-9
