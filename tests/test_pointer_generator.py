@@ -9,6 +9,7 @@ from sparse_tutorial.models.pointer_generator import (
     extend_source,
     extend_target,
     mix_copy_distribution,
+    pointer_generator_loss,
 )
 
 VOCAB = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "the": 4, "cat": 5, "sat": 6}
@@ -171,3 +172,38 @@ def test_bad_inputs_are_named():
         model(source, mask, target_input, source_extended, n_extended=len(VOCAB))
     with pytest.raises(ValueError, match="empty row"):
         model(source, torch.zeros_like(mask), target_input)
+
+
+def test_output_ids_map_copied_words_to_unk_only_without_pointer():
+    target = torch.tensor([[4, 7, 3]])
+    assert small_model().output_ids(target).tolist() == [[4, 7, 3]]
+    assert small_model(pointer=False).output_ids(target).tolist() == [[4, 1, 3]]
+
+
+def test_loss_composes_nll_coverage_and_entropy_per_target_token():
+    model = small_model(coverage=True)
+    source, mask, source_extended, target_input = batch()
+    output = model(source, mask, target_input, source_extended)
+    target = torch.tensor([[4, 7, 3], [7, 5, 0]])
+    target_mask = torch.tensor([[True, True, True], [True, True, False]])
+    loss, stats = pointer_generator_loss(output, target, target_mask, coverage_weight=0.5, entropy_weight=0.1)
+    real = target_mask.flatten()
+    nll = -output.log_probs.gather(-1, target.unsqueeze(-1)).flatten()[real].mean()
+    attention = output.attention.flatten(0, 1)[real]
+    coverage = output.coverage.flatten(0, 1)[real]
+    covloss = torch.minimum(attention, coverage).sum(-1).mean()
+    entropy = -(attention * attention.clamp_min(1e-30).log()).sum(-1).mean()
+    torch.testing.assert_close(loss, nll + 0.5 * covloss + 0.1 * entropy)
+    assert stats["nll"] == pytest.approx(nll.item(), rel=1e-5)
+    assert stats["coverage_loss"] == pytest.approx(covloss.item(), rel=1e-5)
+    assert stats["entropy"] == pytest.approx(entropy.item(), rel=1e-5)
+    plain, _ = pointer_generator_loss(output, target, target_mask)
+    torch.testing.assert_close(plain, nll)
+
+
+def test_loss_rejects_ids_the_model_cannot_predict():
+    model = small_model(pointer=False)
+    source, mask, _, target_input = batch()
+    output = model(source, mask, target_input)
+    with pytest.raises(ValueError, match="output_ids"):
+        pointer_generator_loss(output, torch.full((2, 3), 7), torch.ones(2, 3, dtype=torch.bool))

@@ -26,6 +26,10 @@ over the fixed vocabulary, and target OOVs must be given as ``<unk>``. With ``co
 score gets the coverage feature (:class:`~sparse_tutorial.attention.CoverageAdditiveScore`); the coverage
 *loss* lives in :mod:`sparse_tutorial.coverage`.
 
+**Training objective** (:func:`pointer_generator_loss`), per target token and composable as in Zhang et al.'s
+Table V systems: ``NLL + coverage_weight · covloss (See et al. eq. 13) + entropy_weight · H(a)`` (Zhang et
+al. eq. 12 with the minimum-entropy regularizer).
+
 Shapes: ``source: (batch, src_len)`` ids in the fixed vocabulary (OOV = ``unk_id``), ``source_extended``
 the same words in the extended vocabulary, ``source_mask: (batch, src_len)`` bool True = real token.
 """
@@ -39,7 +43,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from sparse_tutorial.attention import AdditiveScore, Attention, CoverageAdditiveScore
-from sparse_tutorial.coverage import update_coverage
+from sparse_tutorial.coverage import coverage_loss, update_coverage
+from sparse_tutorial.regularizers import entropy_penalty
 
 _LOG_FLOOR = 1e-12
 """Probabilities are floored here before the log: extended ids absent from a source have P = 0 exactly."""
@@ -100,6 +105,8 @@ class EncoderOutput(NamedTuple):
 
     annotations: Tensor
     """``(batch, src_len, 2·hidden_dim)``: the encoder states ``h_i``."""
+    projected_keys: Tensor
+    """``(batch, src_len, attention_dim)``: ``W_h h_i``, computed once per source, reused at every step."""
     mask: Tensor
     """``(batch, src_len)`` bool, True = real source token."""
     source_extended: Tensor
@@ -222,7 +229,8 @@ class PointerGenerator(nn.Module):
         batch, src_len = source.shape
         state = DecoderState(hidden, cell, annotations.new_zeros(batch, annotations.shape[-1]),
                              annotations.new_zeros(batch, src_len))
-        return EncoderOutput(annotations, source_mask, source_extended, n_extended), state
+        projected_keys = self.attention.score.project_keys(annotations)
+        return EncoderOutput(annotations, projected_keys, source_mask, source_extended, n_extended), state
 
     # ------------------------------------------------------------------------------------------ decoder
 
@@ -241,7 +249,8 @@ class PointerGenerator(nn.Module):
         decoder_input = self.decoder_input(torch.cat([embedded, state.context], dim=-1))
         hidden, cell = self.decoder(decoder_input, (state.hidden, state.cell))
         score_state = {"coverage": state.coverage} if config.coverage else {}
-        context, attention = self.attention(hidden, encoded.annotations, mask=encoded.mask, **score_state)
+        context, attention = self.attention(hidden, encoded.annotations, mask=encoded.mask,
+                                            projected_keys=encoded.projected_keys, **score_state)
         features = self.dropout(torch.cat([hidden, context], dim=-1))
         vocab_logits = self.vocab_out(self.vocab_hidden(features))
         if self.generation_switch is None:
@@ -255,6 +264,13 @@ class PointerGenerator(nn.Module):
             p_gen = p_gen.squeeze(-1)
         new_state = DecoderState(hidden, cell, context, update_coverage(state.coverage, attention))
         return StepOutput(log_probs, attention, p_gen, state.coverage, new_state)
+
+    def output_ids(self, target_extended: Tensor) -> Tensor:
+        """Targets in the ids this model predicts: unchanged with a pointer; without one (ABS) every id beyond
+        the fixed vocabulary becomes ``unk_id``, since the baseline cannot produce copied OOVs."""
+        if self.config.pointer:
+            return target_extended
+        return target_extended.masked_fill(target_extended >= self.config.vocab_size, self.config.unk_id)
 
     def forward(self, source: Tensor, source_mask: Tensor, target_input: Tensor,
                 source_extended: Tensor | None = None, n_extended: int | None = None) -> PointerGeneratorOutput:
@@ -299,3 +315,34 @@ def mix_copy_distribution(vocab_probs: Tensor, attention: Tensor, p_gen: Tensor,
     p_gen = p_gen.unsqueeze(-1)
     generated = torch.cat([p_gen * vocab_probs, vocab_probs.new_zeros(batch, n_extended - vocab_size)], dim=-1)
     return generated.scatter_add(1, source_extended, (1 - p_gen) * attention)
+
+
+def pointer_generator_loss(output: PointerGeneratorOutput, target: Tensor, target_mask: Tensor,
+                           coverage_weight: float = 0.0, entropy_weight: float = 0.0) -> tuple[Tensor, dict[str, float]]:
+    """The training loss, averaged per real target token: ``NLL + coverage_weight · covloss + entropy_weight · H``.
+
+    Args:
+        output: the teacher-forced :class:`PointerGeneratorOutput`.
+        target: ``(batch, tgt_len)`` gold next tokens in the ids the model predicts
+            (:meth:`PointerGenerator.output_ids`).
+        target_mask: ``(batch, tgt_len)`` bool, True = real target token.
+        coverage_weight: λ of See et al.'s coverage loss (they use 1).
+        entropy_weight: λ of Zhang et al.'s minimum-entropy regularizer (0.01–0.04 in their Table V).
+
+    Returns:
+        ``(loss, stats)`` with ``stats`` = the three terms (unweighted) and the total, as floats.
+    """
+    if target.shape != output.log_probs.shape[:2] or target_mask.shape != target.shape:
+        raise ValueError(f"target and target_mask must be (batch, tgt_len) = {tuple(output.log_probs.shape[:2])}, "
+                         f"got {tuple(target.shape)} and {tuple(target_mask.shape)}")
+    if int(target.max()) >= output.log_probs.shape[-1]:
+        raise ValueError(f"target has id {int(target.max())} beyond the model's {output.log_probs.shape[-1]} outputs; "
+                         "map it with PointerGenerator.output_ids")
+    n_tokens = target_mask.sum().clamp_min(1)
+    nll = -output.log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    nll = nll.masked_fill(~target_mask, 0.0).sum() / n_tokens
+    covloss = coverage_loss(output.attention, output.coverage, target_mask)
+    entropy = entropy_penalty(output.attention, target_mask)
+    loss = nll + coverage_weight * covloss + entropy_weight * entropy
+    stats = {"loss": loss.item(), "nll": nll.item(), "coverage_loss": covloss.item(), "entropy": entropy.item()}
+    return loss, stats
