@@ -7,7 +7,7 @@ Sun & Lu (2020), chapter 11
     rule of their footnote 9).
 Meister et al. (2021), chapter 12
     :func:`gradient_importance` (eq. 4, inputs → ŷ), :func:`intermediate_importance` (eq. 5, inputs → ‖h_p‖),
-    :func:`leave_one_out_importance` (eq. 6), :func:`normalized_entropy` and :func:`kendall_tau_b`.
+    :func:`leave_one_out_importance` (eq. 6, from :func:`leave_one_out_logits`), :func:`normalized_entropy` and :func:`kendall_tau_b`.
 Attention as explanation, chapter 13
     :func:`jensen_shannon` and :func:`adversarial_attention` (Jain & Wallace 2019, §4).
 
@@ -154,26 +154,37 @@ def _leave_one_out_batch(token_ids: Tensor, mask: Tensor) -> tuple[Tensor, Tenso
 
 
 @torch.no_grad()
+def leave_one_out_logits(model: AttentionClassifier, token_ids: Tensor, mask: Tensor,
+                         chunk_size: int = 4096) -> Tensor:
+    """Logits of every copy of the input with one token deleted (the sequence closes the gap).
+
+    Returns ``(batch, seq_len)`` for binary models, ``(batch, seq_len, num_classes)`` otherwise; entry
+    ``[b, i]`` is the model's output on example ``b`` without token ``i``. All ``batch × seq_len`` copies are
+    scored as one batch, in chunks of ``chunk_size`` rows to bound memory.
+    """
+    model.eval()
+    batch, n = token_ids.shape
+    ids, keep = _leave_one_out_batch(token_ids, mask)
+    ids, keep = ids.reshape(batch * n, n - 1), keep.reshape(batch * n, n - 1)
+    logits = torch.cat([model(ids[s:s + chunk_size], keep[s:s + chunk_size]).logits
+                        for s in range(0, batch * n, chunk_size)])
+    return logits.reshape(batch, n, *logits.shape[1:])
+
+
+@torch.no_grad()
 def leave_one_out_importance(model: AttentionClassifier, token_ids: Tensor, mask: Tensor,
                              chunk_size: int = 4096) -> Tensor:
     """Meister et al. eq. 6: ``D_ŷ(x_i) = |ŷ − ŷ₋ᵢ| / Σ_k |ŷ − ŷ₋ₖ|``, ``(batch, seq_len)``.
 
-    ``ŷ₋ᵢ`` is the probability of the *original* predicted class with token i deleted from the input (the
-    sequence closes the gap). All ``batch × seq_len`` deleted copies are scored as one batch (in chunks of
-    ``chunk_size`` rows to bound memory).
+    ``ŷ₋ᵢ`` is the probability of the *original* predicted class with token i deleted from the input.
     """
     model.eval()
-    batch, n = token_ids.shape
     logits = model(token_ids, mask).logits
     labels = _predicted_labels(logits)
     y_hat = class_probability(logits, labels)
-    ids, keep = _leave_one_out_batch(token_ids, mask)
-    ids, keep = ids.reshape(batch * n, n - 1), keep.reshape(batch * n, n - 1)
-    flat_labels = labels.repeat_interleave(n, dim=0)
-    y_minus = torch.cat([
-        class_probability(model(ids[s:s + chunk_size], keep[s:s + chunk_size]).logits,
-                          flat_labels[s:s + chunk_size])
-        for s in range(0, batch * n, chunk_size)]).reshape(batch, n)
+    deleted = leave_one_out_logits(model, token_ids, mask, chunk_size)
+    expanded = labels.unsqueeze(1).expand(token_ids.shape)
+    y_minus = class_probability(deleted, expanded)
     return _normalize((y_hat.unsqueeze(-1) - y_minus).abs(), mask)
 
 

@@ -1,0 +1,254 @@
+"""Experiment ``classification``: Sun & Lu (2020), explained in chapter 11.
+
+Holds what every Part III experiment shares -- a :class:`Task` (padded train/dev/test tensors, the
+vocabulary and per-token label counts), :func:`fit` (train, keep the epoch that is best on dev) and
+:func:`accuracy` -- plus the pieces of chapter 11:
+
+* :func:`synthetic_task`: a corpus on which Sun & Lu's assumptions hold *exactly* (every token is
+  positive, negative or neutral; the data set is balanced and symmetric under flipping the labels);
+* :func:`score_summary`: polarity and attention scores by token class (their Figs. 2-4);
+* :func:`average_attention_weights`: each token's mean attention weight on the test set (their Fig. 5);
+* :func:`lambda_table`: test accuracy of DP/DP-L/DP-A/AD across the scaling factor λ (their Table 2).
+
+``python -m sparse_tutorial.experiments classification --profile full --seeds 3`` writes
+``book/results/classification.json``.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE, label_classes, token_classes, token_scores
+from sparse_tutorial.models.classifier import (
+    AttentionClassifier,
+    ClassifierConfig,
+    ClassifierOutput,
+    classification_loss,
+    predictions,
+    sun_lu_config,
+)
+from sparse_tutorial.profiles import seed_everything
+
+AttentionSource = Callable[[Tensor, Tensor], Tensor]
+ExtraLoss = Callable[[AttentionClassifier, Tensor, Tensor, ClassifierOutput], Tensor]
+CLASS_NAMES = {POSITIVE: "positive", NEGATIVE: "negative", NEUTRAL: "neutral"}
+
+
+class Split(NamedTuple):
+    token_ids: Tensor  # (n, max_len), 0 = padding
+    mask: Tensor       # (n, max_len), True = real token
+    labels: Tensor     # (n,)
+
+
+@dataclass
+class Task:
+    name: str
+    train: Split
+    dev: Split
+    test: Split
+    itos: list[str]                       # id -> token; id 0 is padding
+    label_names: list[str]
+    token_counts: Tensor = field(init=False)  # (vocab, num_classes): training occurrences per label
+
+    def __post_init__(self) -> None:
+        counts = torch.zeros(len(self.itos), len(self.label_names), dtype=torch.long)
+        ids, mask, labels = self.train
+        rows = labels.unsqueeze(-1).expand_as(ids)[mask]
+        counts.index_put_((ids[mask], rows), torch.ones_like(rows), accumulate=True)
+        counts[0] = 0
+        self.token_counts = counts
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.label_names)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def token_classes(self) -> Tensor:
+        """Sun & Lu's classes: γ thresholds (binary) or the footnote-9 share rule (multi-class)."""
+        if self.num_classes == 2:
+            return token_classes(self.token_counts[:, 1], self.token_counts[:, 0])
+        return label_classes(self.token_counts)
+
+
+def pad(sequences: list[list[int]]) -> tuple[Tensor, Tensor]:
+    """Right-pad id lists with 0 → ``(token_ids, mask)``, both ``(n, max_len)``."""
+    longest = max(1, max(len(s) for s in sequences))
+    ids = torch.zeros(len(sequences), longest, dtype=torch.long)
+    for row, seq in enumerate(sequences):
+        ids[row, :len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return ids, ids != 0
+
+
+def synthetic_task(num_polar: int = 20, num_neutral: int = 40, length: int = 10, polar_per_doc: int = 2,
+                   train_pairs: int = 500, test_pairs: int = 200, seed: int = 0) -> Task:
+    """A corpus where Sun & Lu's assumptions hold exactly.
+
+    Positive documents hold ``polar_per_doc`` positive tokens and neutral filler; every positive document has
+    a negative *mirror* in which each positive token ``p_k`` is replaced by the negative token ``n_k``. So
+    the data set is balanced, symmetric under flipping labels (their footnote 3), polarity tokens occur in
+    one class only and neutral tokens occur equally often in both.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    itos = ["<pad>"] + [f"pos{k}" for k in range(num_polar)] + [f"neg{k}" for k in range(num_polar)] + \
+           [f"neu{k}" for k in range(num_neutral)]
+
+    def documents(pairs: int) -> Split:
+        polar = torch.randint(1, num_polar + 1, (pairs, polar_per_doc), generator=generator)
+        neutral = torch.randint(2 * num_polar + 1, 2 * num_polar + num_neutral + 1,
+                                (pairs, length - polar_per_doc), generator=generator)
+        order = torch.argsort(torch.rand(pairs, length, generator=generator), dim=-1)
+        positive = torch.cat([polar, neutral], 1).gather(1, order)
+        negative = torch.where(positive <= num_polar, positive + num_polar, positive)
+        ids = torch.cat([positive, negative])
+        return Split(ids, ids != 0, torch.cat([torch.ones(pairs), torch.zeros(pairs)]).long())
+
+    return Task("synthetic", documents(train_pairs), documents(test_pairs // 2), documents(test_pairs),
+                itos, ["negative", "positive"])
+
+
+def batches(split: Split, batch_size: int, generator: torch.Generator | None = None) -> list[tuple[Tensor, ...]]:
+    """Shuffled mini-batches ``(token_ids, mask, labels)``, each trimmed to its longest row."""
+    order = torch.randperm(len(split.labels), generator=generator)
+    out = []
+    for start in range(0, len(order), batch_size):
+        index = order[start:start + batch_size]
+        width = int(split.mask[index].sum(-1).max().clamp(min=1))
+        out.append((split.token_ids[index, :width], split.mask[index, :width], split.labels[index]))
+    return out
+
+
+@torch.no_grad()
+def accuracy(model: AttentionClassifier, split: Split, attention_source: AttentionSource | None = None,
+             batch_size: int = 512) -> float:
+    """Fraction of ``split`` classified correctly (eval mode), optionally with fixed attention weights."""
+    model.eval()
+    correct = 0
+    for start in range(0, len(split.labels), batch_size):
+        ids, mask = split.token_ids[start:start + batch_size], split.mask[start:start + batch_size]
+        width = int(mask.sum(-1).max().clamp(min=1))
+        ids, mask = ids[:, :width], mask[:, :width]
+        weights = attention_source(ids, mask) if attention_source is not None else None
+        logits = model(ids, mask, attention_weights=weights).logits
+        correct += int((predictions(logits) == split.labels[start:start + batch_size]).sum())
+    return correct / len(split.labels)
+
+
+class FitResult(NamedTuple):
+    model: AttentionClassifier
+    dev_accuracy: float
+    test_accuracy: float
+    best_epoch: int
+    attention_source: AttentionSource | None = None   # used again at evaluation time
+
+
+def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05, batch_size: int = 32,
+        seed: int = 0, optimizer: str = "adagrad", weight_decay: float = 0.0, vtw_weight: float = 0.0,
+        attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None) -> FitResult:
+    """Train a classifier and keep the epoch with the best dev accuracy (Sun & Lu's model selection).
+
+    ``optimizer`` is "adagrad" (Sun & Lu) or "adam" (Meister et al.); ``weight_decay`` is the L2
+    regularisation Sun & Lu use for DP-L, DP-A and AD; ``vtw_weight`` adds ``vtw_weight · (VᵀW)²`` to the
+    loss (Sun & Lu §5's regularizer). ``attention_source(token_ids, mask)`` supplies fixed attention weights
+    instead of the learned ones (the uniform and frozen baselines of chapter 13) and ``extra_loss(model,
+    token_ids, mask, output)`` adds a term to the loss (the trained adversary of chapter 13).
+    """
+    seed_everything(seed)
+    model = AttentionClassifier(config)
+    optim_cls = {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam}[optimizer]
+    opt = optim_cls(model.parameters(), lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    best = (-1.0, None, 0)
+    for epoch in range(1, epochs + 1):
+        model.train()
+        for ids, mask, labels in batches(task.train, batch_size, generator):
+            weights = attention_source(ids, mask) if attention_source is not None else None
+            output = model(ids, mask, attention_weights=weights)
+            loss = classification_loss(output.logits, labels)
+            if extra_loss is not None:
+                loss = loss + extra_loss(model, ids, mask, output)
+            if vtw_weight:
+                loss = loss + vtw_weight * model.vtw() ** 2
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+        dev = accuracy(model, task.dev, attention_source)
+        if dev > best[0]:
+            best = (dev, copy.deepcopy(model.state_dict()), epoch)
+    model.load_state_dict(best[1])
+    model.eval()
+    return FitResult(model, best[0], accuracy(model, task.test, attention_source), best[2], attention_source)
+
+
+def uniform_attention(token_ids: Tensor, mask: Tensor) -> Tensor:
+    """An attention source: uniform weights over the real tokens, ``(batch, seq_len)``."""
+    return mask.float() / mask.sum(-1, keepdim=True).clamp(min=1)
+
+
+def score_summary(model: AttentionClassifier, task: Task) -> dict[str, dict[str, Any]]:
+    """Polarity and attention scores of the positive / negative / neutral tokens (Sun & Lu Figs. 2-4).
+
+    For multi-class tasks a "polarity token of label c" is summarised by its score for its own label.
+    Returns ``{class_name: {"count", "polarity", "attention"}}`` with per-token value lists.
+    """
+    scores = token_scores(model)
+    classes = task.token_classes()
+    summary: dict[str, dict[str, Any]] = {}
+    if task.num_classes == 2:
+        groups = {CLASS_NAMES[c]: classes == c for c in (POSITIVE, NEGATIVE, NEUTRAL)}
+        polarity = scores.polarity
+    else:
+        groups = {name: classes == c for c, name in enumerate(task.label_names)}
+        groups["neutral"] = classes == -1
+        own = classes.clamp(min=0)
+        polarity = scores.polarity.gather(1, own.unsqueeze(-1)).squeeze(-1)
+    for name, chosen in groups.items():
+        summary[name] = {"count": int(chosen.sum()), "polarity": polarity[chosen].tolist(),
+                         "attention": scores.attention[chosen].tolist()}
+    return summary
+
+
+@torch.no_grad()
+def average_attention_weights(model: AttentionClassifier, task: Task) -> dict[str, list[float]]:
+    """Each classified token's mean attention weight over its test-set occurrences (Sun & Lu Fig. 5)."""
+    model.eval()
+    ids, mask, _ = task.test
+    weights = model(ids, mask).weights
+    total = torch.zeros(task.vocab_size).index_add_(0, ids[mask], weights[mask])
+    seen = torch.zeros(task.vocab_size).index_add_(0, ids[mask], torch.ones(int(mask.sum())))
+    classes = task.token_classes()
+    return {CLASS_NAMES[c]: (total / seen.clamp(min=1))[(classes == c) & (seen > 0)].tolist()
+            for c in (POSITIVE, NEGATIVE, NEUTRAL)}
+
+
+def median_gap(summary: dict[str, dict[str, Any]], key: str, polar: str, neutral: str = "neutral") -> float:
+    """Median ``key`` score of the ``polar`` tokens minus that of the neutral tokens."""
+    return float(np.median(summary[polar][key]) - np.median(summary[neutral][key]))
+
+
+def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ...], seeds: tuple[int, ...],
+                 epochs: int, lr: float = 0.05, embed_dim: int = 100,
+                 weight_decay: float = 1e-5) -> list[dict[str, Any]]:
+    """Test accuracy (model chosen on dev) for each variant × λ × seed (Sun & Lu Table 2).
+
+    L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper.
+    """
+    rows = []
+    for variant in variants:
+        for lam in lambdas:
+            for seed in seeds:
+                config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes,
+                                       embed_dim=embed_dim)
+                result = fit(config, task, epochs=epochs, lr=lr, seed=seed,
+                             weight_decay=0.0 if variant == "DP" else weight_decay)
+                rows.append({"task": task.name, "variant": variant, "lambda": lam, "seed": seed,
+                             "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy})
+    return rows

@@ -1,0 +1,155 @@
+"""Experiment ``explanation``: is attention an explanation? (chapter 13).
+
+The tests of Jain & Wallace (2019) and Wiegreffe & Pinter (2019), on a trained attention classifier:
+
+* :func:`erasure` -- delete the most-attended token (or a random one, or the one with the largest gradient
+  importance): how often does the decision flip?
+* :func:`permutation` -- shuffle the attention weights among the real tokens: how much does the output move?
+* :func:`adversarial` -- per example, the attention distribution furthest (Jensen-Shannon) from the model's
+  that keeps the output within ε (Jain & Wallace §4);
+* :func:`baselines` -- test accuracy of the learned model next to models trained with *uniform* attention,
+  with the base model's attention *frozen* in, and a *trained adversary* whose loss rewards diverging from
+  the base model's attention (Wiegreffe & Pinter §3-4; our adversary keeps the gold-label loss).
+
+``python -m sparse_tutorial.experiments explanation --profile full --seeds 3`` writes
+``book/results/explanation.json``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from sparse_tutorial.experiments.classification import (
+    FitResult,
+    Split,
+    Task,
+    accuracy,
+    fit,
+    uniform_attention,
+)
+from sparse_tutorial.interpret import (
+    adversarial_attention,
+    class_probability,
+    gradient_importance,
+    jensen_shannon,
+    leave_one_out_logits,
+)
+from sparse_tutorial.models.classifier import AttentionClassifier, ClassifierConfig, ClassifierOutput, predictions
+
+
+@torch.no_grad()
+def erasure(model: AttentionClassifier, split: Split, seed: int = 0) -> dict[str, float]:
+    """Share of decisions that flip when one token is deleted, by how that token is chosen.
+
+    Only examples with at least two tokens count. "attention": the highest attention weight; "random": a
+    uniformly drawn real token; "gradient": the highest gradient importance (eq. 4); "any": some deletion
+    flips the decision (an upper bound for every single-token choice).
+    """
+    ids, mask, _ = split
+    keep = mask.sum(-1) > 1
+    ids, mask = ids[keep], mask[keep]
+    output = model(ids, mask)
+    original = predictions(output.logits)
+    deleted = leave_one_out_logits(model, ids, mask)            # (batch, n) or (batch, n, num_classes)
+    decisions = (deleted > 0).long() if model.config.num_classes == 2 else deleted.argmax(-1)
+    flipped = decisions != original.unsqueeze(-1)               # (batch, n)
+    with torch.enable_grad():
+        grad = gradient_importance(model, ids, mask)
+    generator = torch.Generator().manual_seed(seed)
+    random_pick = torch.multinomial(mask.float(), 1, generator=generator).squeeze(-1)
+    picks = {"attention": output.weights.argmax(-1), "random": random_pick, "gradient": grad.argmax(-1)}
+    rates = {name: flipped.gather(1, pick.unsqueeze(-1)).float().mean().item() for name, pick in picks.items()}
+    rates["any"] = (flipped & mask).any(-1).float().mean().item()
+    return rates
+
+
+@torch.no_grad()
+def permutation(model: AttentionClassifier, split: Split, permutations: int = 20,
+                seed: int = 0) -> dict[str, float]:
+    """Jain & Wallace §4.1: permute each example's attention weights over its real tokens.
+
+    Returns the median over examples of the median ``|Δŷ|`` across permutations (ŷ = probability of the
+    original prediction), the share of permutations that flip the decision, and the same median split by
+    how peaked the original attention is (max weight above / below 0.5).
+    """
+    ids, mask, _ = split
+    output = model(ids, mask)
+    labels = predictions(output.logits)
+    y_hat = class_probability(output.logits, labels)
+    generator = torch.Generator().manual_seed(seed)
+    changes, flips = [], []
+    for _ in range(permutations):
+        # Rows are right-padded, so sorting random keys (2 on padding) yields a random order of the real
+        # positions followed by the padding, and gathering with it shuffles only the real weights.
+        keys = torch.rand(ids.shape, generator=generator).masked_fill(~mask, 2.0)
+        permuted = output.weights.gather(-1, keys.argsort(-1))
+        logits = model(ids, mask, attention_weights=permuted).logits
+        changes.append((class_probability(logits, labels) - y_hat).abs())
+        flips.append(predictions(logits) != labels)
+    median_change = torch.stack(changes).median(0).values
+    peaked = output.weights.max(-1).values > 0.5
+    return {"median_output_change": median_change.median().item(),
+            "flip_share": torch.stack(flips).float().mean().item(),
+            "median_change_peaked": median_change[peaked].median().item() if peaked.any() else float("nan"),
+            "median_change_flat": median_change[~peaked].median().item() if (~peaked).any() else float("nan"),
+            "peaked_share": peaked.float().mean().item()}
+
+
+def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
+                steps: int = 200) -> dict[str, float]:
+    """Jain & Wallace §4.2 summary: mean JS divergence (max log 2 ≈ 0.693) of the adversarial attention from
+    the model's, the share of examples above 0.5 of the maximum, and the largest output change."""
+    ids, mask, _ = split
+    with torch.no_grad():
+        output = model(ids, mask)
+    adversary = adversarial_attention(model, ids, mask, epsilon=epsilon, steps=steps)
+    with torch.no_grad():
+        labels = predictions(output.logits)
+        moved = model(ids, mask, attention_weights=adversary).logits
+        change = (class_probability(moved, labels) - class_probability(output.logits, labels)).abs()
+    divergence = jensen_shannon(adversary, output.weights)
+    return {"mean_js": divergence.mean().item(),
+            "share_js_above_half_max": (divergence > 0.5 * torch.log(torch.tensor(2.0))).float().mean().item(),
+            "max_output_change": change.max().item(),
+            "prediction_kept_share": (predictions(moved) == labels).float().mean().item()}
+
+
+def frozen_attention(base: AttentionClassifier):
+    """An attention source that hands out the (fixed) attention of a trained ``base`` model."""
+    def source(ids: Tensor, mask: Tensor) -> Tensor:
+        with torch.no_grad():
+            return base(ids, mask).weights
+    return source
+
+
+def divergence_bonus(base: AttentionClassifier, weight: float):
+    """Extra loss ``−weight · JS(α, α_base)``: rewards a new model for attending unlike ``base``."""
+    source = frozen_attention(base)
+
+    def extra(model: AttentionClassifier, ids: Tensor, mask: Tensor, output: ClassifierOutput) -> Tensor:
+        return -weight * jensen_shannon(output.weights, source(ids, mask)).mean()
+    return extra
+
+
+@torch.no_grad()
+def mean_divergence(model: AttentionClassifier, other: AttentionClassifier, split: Split) -> float:
+    """Mean JS divergence between two models' attention on ``split``."""
+    ids, mask, _ = split
+    return jensen_shannon(model(ids, mask).weights, other(ids, mask).weights).mean().item()
+
+
+def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
+              optimizer: str, adversary_weight: float = 1.0) -> dict[str, Any]:
+    """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P)."""
+    common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer)
+    uniform = fit(config, task, attention_source=uniform_attention, **common)
+    frozen = fit(config, task, attention_source=frozen_attention(base.model), **common)
+    adversary = fit(config, task, extra_loss=divergence_bonus(base.model, adversary_weight), **common)
+    return {"learned": base.test_accuracy,
+            "uniform_at_test_time": accuracy(base.model, task.test, uniform_attention),
+            "uniform_trained": uniform.test_accuracy,
+            "frozen_trained": frozen.test_accuracy,
+            "adversary_trained": adversary.test_accuracy,
+            "adversary_js_from_base": mean_divergence(adversary.model, base.model, task.test)}

@@ -1,0 +1,97 @@
+"""Experiment ``interpretability``: Meister et al. (2021), explained in chapter 12.
+
+For BiLSTM and Transformer classifiers with softmax, sparsemax and sparsegen-lin attention it measures, on
+test sentences:
+
+* ``H̃(g_{h_p}(x))``, the normalised entropy of the influence of the inputs on each intermediate
+  representation (their Table 1; averaged over positions ``p`` and examples);
+* ``H̃(g_ŷ(x))`` and ``H̃(D_ŷ(x))``, the entropy of gradient and leave-one-out importance of the inputs on
+  the prediction (their Fig. 2), next to the entropy and the share of exact zeros of the attention itself;
+* Kendall's τ-b between the attention distribution and each importance measure (their Fig. 3);
+
+and, across the sparsegen λ grid, the Pearson correlation between λ and ``H̃(g_ŷ(x))`` (their Table 2).
+
+``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
+``book/results/interpretability.json``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.stats import pearsonr
+
+from sparse_tutorial.experiments.classification import Split, Task, fit
+from sparse_tutorial.interpret import (
+    batched_kendall_tau_b,
+    gradient_importance,
+    intermediate_importance,
+    leave_one_out_importance,
+    normalized_entropy,
+)
+from sparse_tutorial.models.classifier import AttentionClassifier, meister_config
+
+
+def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, dict[str, float], float | None]]:
+    """``(projection, kwargs, λ)`` for softmax, sparsemax (= sparsegen-lin with λ = 0) and each sparsegen λ."""
+    grid: list[tuple[str, dict[str, float], float | None]] = [("softmax", {}, None), ("sparsemax", {}, 0.0)]
+    grid += [("sparsegen", {"lam": lam}, lam) for lam in sparsegen_lambdas if lam != 0.0]
+    return grid
+
+
+def head(split: Split, count: int) -> Split:
+    """The first ``count`` examples, trimmed to their longest row."""
+    mask = split.mask[:count]
+    width = int(mask.sum(-1).max())
+    return Split(split.token_ids[:count, :width], mask[:, :width], split.labels[:count])
+
+
+def importance_statistics(model: AttentionClassifier, split: Split) -> dict[str, float]:
+    """Means over the examples of ``split`` of every quantity in the module docstring."""
+    ids, mask, _ = split
+    with torch.no_grad():
+        weights = model(ids, mask).weights
+    grad = gradient_importance(model, ids, mask)
+    loo = leave_one_out_importance(model, ids, mask)
+    inner = intermediate_importance(model, ids, mask)                          # (batch, p, i)
+    inner_entropy = normalized_entropy(inner, mask.unsqueeze(1).expand_as(inner))   # (batch, p)
+    inner_entropy = (inner_entropy * mask).sum(-1) / mask.sum(-1)
+    real = mask.sum(-1) > 1
+    return {
+        "entropy_intermediate": inner_entropy[real].mean().item(),
+        "entropy_intermediate_std": inner_entropy[real].std().item(),
+        "entropy_gradient": normalized_entropy(grad, mask)[real].mean().item(),
+        "entropy_loo": normalized_entropy(loo, mask)[real].mean().item(),
+        "entropy_attention": normalized_entropy(weights, mask)[real].mean().item(),
+        "attention_zero_share": ((weights == 0) & mask).sum().item() / mask.sum().item(),
+        "tau_gradient": np.nanmean(batched_kendall_tau_b(weights, grad, mask)[real].numpy()).item(),
+        "tau_loo": np.nanmean(batched_kendall_tau_b(weights, loo, mask)[real].numpy()).item(),
+    }
+
+
+def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
+          epochs: int, eval_examples: int, embed_dim: int = 64, hidden_dim: int = 64,
+          lr: float = 1e-3) -> list[dict[str, Any]]:
+    """Train every encoder × projection × seed (Adam, model chosen on dev) and measure it."""
+    rows = []
+    evaluation = head(task.test, eval_examples)
+    for encoder in encoders:
+        for projection, kwargs, lam in projection_grid(sparsegen_lambdas):
+            for seed in seeds:
+                config = meister_config(encoder, task.vocab_size, projection=projection,
+                                        num_classes=task.num_classes, embed_dim=embed_dim,
+                                        hidden_dim=hidden_dim, **kwargs)
+                result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam")
+                rows.append({"task": task.name, "encoder": encoder, "projection": projection, "lambda": lam,
+                             "seed": seed, "dev_accuracy": result.dev_accuracy,
+                             "test_accuracy": result.test_accuracy,
+                             **importance_statistics(result.model, evaluation)})
+    return rows
+
+
+def lambda_entropy_correlation(rows: list[dict[str, Any]], encoder: str,
+                               key: str = "entropy_gradient") -> float:
+    """Pearson correlation between sparsegen λ (sparsemax counts as λ = 0) and ``key`` over runs."""
+    chosen = [r for r in rows if r["encoder"] == encoder and r["lambda"] is not None]
+    return float(pearsonr([r["lambda"] for r in chosen], [r[key] for r in chosen]).statistic)
