@@ -26,5 +26,30 @@ from sparse_tutorial.regularizers import (
     linf_norm,
     linf_penalty,
 )
+from sparse_tutorial.attention import (
+    SCORES,
+    AdditiveScore,
+    Attention,
+    ContextAttention,
+    CosineScore,
+    CoverageAdditiveScore,
+    DotScore,
+    GeneralScore,
+    HierarchicalAttention,
+    LocalPAttention,
+    LocationScore,
+    LocationSensitiveScore,
+    MultiHeadAttention,
+    PointerAttention,
+    ScaledDotScore,
+    get_score,
+)
+from sparse_tutorial.coverage import (
+    FertilityCoverage,
+    NeuralCoverage,
+    accumulate_coverage,
+    coverage_loss,
+    update_coverage,
+)
 
 __version__ = "0.1.0"

@@ -30,16 +30,13 @@ gives all zeros, so nothing here needs a special case for padding.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sparse_tutorial.projections import get_projection
-
-Projection = Callable[..., Tensor]
-"""A projection as used here: ``fn(scores, dim=-1) -> weights`` (see :func:`get_projection`)."""
+from sparse_tutorial.projections import Projection, get_projection
 
 
 def _check_shape(name: str, tensor: Tensor, **dims: int | None) -> None:
@@ -206,7 +203,7 @@ class LocationScore(nn.Module):
     def __init__(self, query_dim: int, max_src_len: int) -> None:
         super().__init__()
         self.max_src_len = max_src_len
-        self.position_scores = nn.Linear(query_dim, max_src_len)
+        self.position_scores = nn.Linear(query_dim, max_src_len, bias=False)
 
     def forward(self, query: Tensor, keys: Tensor) -> Tensor:
         """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len)``."""
