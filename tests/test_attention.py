@@ -149,6 +149,36 @@ def test_fully_masked_row_gives_zero_weights_and_context_without_nan(score_name,
     assert torch.isfinite(query.grad).all() and (query.grad[1] == 0).all()
 
 
+@pytest.mark.parametrize("projection", ["softmax", "sparsemax", "entmax15"])
+def test_attention_gradcheck_in_float64(projection):
+    generator = torch.Generator().manual_seed(0)
+    query = torch.randn(2, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    keys = torch.randn(2, 5, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    values = torch.randn(2, 5, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    mask = torch.tensor([[True, True, True, False, True], [True, False, True, True, False]])
+    attention = Attention("dot", projection)
+    assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, mask=mask), (query, keys, values))
+
+
+def test_attention_keeps_low_precision_dtypes():
+    query, keys = torch.randn(2, 4).bfloat16(), torch.randn(2, 6, 4).bfloat16()
+    mask = torch.tensor([[True] * 6, [True, True, False, False, False, False]])
+    for projection in ("softmax", "sparsemax", "entmax15"):
+        context, weights = Attention("scaled_dot", projection)(query, keys, mask=mask)
+        assert context.dtype == weights.dtype == torch.bfloat16
+        assert (weights[~mask] == 0).all()
+        torch.testing.assert_close(weights.float().sum(-1), torch.ones(2), atol=1e-2, rtol=0)
+
+
+def test_gumbel_attention_is_reproducible_with_a_generator():
+    query, keys = torch.randn(2, 4), torch.randn(2, 6, 4)
+    first = Attention("dot", "gumbel", generator=torch.Generator().manual_seed(3))(query, keys)
+    second = Attention("dot", "gumbel", generator=torch.Generator().manual_seed(3))(query, keys)
+    other = Attention("dot", "gumbel", generator=torch.Generator().manual_seed(4))(query, keys)
+    torch.testing.assert_close(first, second)
+    assert not torch.allclose(first[1], other[1])
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     batch=st.integers(1, 4),
