@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sparse_tutorial._validation import check_mask
 from sparse_tutorial.projections import Projection, get_projection
 
 
@@ -56,9 +57,9 @@ def _check_shape(name: str, tensor: Tensor, **dims: int | None) -> None:
 
 def _check_mask(name: str, mask: Tensor, **dims: int) -> None:
     """Check that ``mask`` is a boolean tensor (True = keep) with exactly the given dims."""
-    _check_shape(name, mask, **dims)
     if mask.dtype != torch.bool:
-        raise ValueError(f"{name} must be a bool tensor (True = keep), got dtype {mask.dtype}")
+        raise TypeError(f"{name} must be a boolean tensor (True = keep), got dtype {mask.dtype}")
+    _check_shape(name, mask, **dims)
 
 
 def _check_query_keys(query: Tensor, keys: Tensor, query_dim: int | None = None,
@@ -567,9 +568,7 @@ class ContextAttention(nn.Module):
                              f"got {tuple(inputs.shape)}")
         scores = torch.tanh(self.hidden(inputs)) @ self.context_vector
         if mask is not None:
-            if mask.dtype != torch.bool or mask.shape != inputs.shape[:-1]:
-                raise ValueError(f"mask must be a bool tensor of shape (..., src_len) = "
-                                 f"{tuple(inputs.shape[:-1])}, got {mask.dtype} {tuple(mask.shape)}")
+            check_mask(mask, "mask", inputs.shape[:-1])
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
         return (weights.unsqueeze(-2) @ inputs).squeeze(-2), weights

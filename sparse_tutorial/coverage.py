@@ -30,12 +30,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-
-def _check_mask(name: str, mask: Tensor, shape: tuple[int, ...]) -> None:
-    if mask.dtype != torch.bool:
-        raise ValueError(f"{name} must be a bool tensor (True = keep), got dtype {mask.dtype}")
-    if tuple(mask.shape) != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(mask.shape)}")
+from sparse_tutorial._validation import check_mask
 
 
 def _check_weights(weights: Tensor) -> None:
@@ -98,7 +93,7 @@ def coverage_loss(weights: Tensor, coverage: Tensor | None = None, target_mask: 
     per_step = torch.minimum(weights, coverage).sum(dim=-1)
     if target_mask is None:
         target_mask = torch.ones(per_step.shape, dtype=torch.bool, device=per_step.device)
-    _check_mask("target_mask", target_mask, tuple(per_step.shape))
+    check_mask(target_mask, "target_mask", per_step.shape)
     per_step = per_step.masked_fill(~target_mask, 0.0)
     if reduction == "none":
         return per_step
@@ -154,7 +149,7 @@ class NeuralCoverage(nn.Module):
         updated = updated.view(batch, src_len, self.coverage_dim)
         if mask is None:
             return updated
-        _check_mask("mask", mask, (batch, src_len))
+        check_mask(mask, "mask", torch.Size((batch, src_len)))
         return torch.where(mask.unsqueeze(-1), updated, coverage)
 
 

@@ -78,7 +78,7 @@ def test_coverage_errors():
         coverage_loss(torch.rand(2, 3))
     with pytest.raises(ValueError, match=r"target_mask must have shape \(1, 3\)"):
         coverage_loss(WEIGHTS, target_mask=torch.ones(1, 2, dtype=torch.bool))
-    with pytest.raises(ValueError, match="target_mask must be a bool tensor"):
+    with pytest.raises(TypeError, match="target_mask must be a boolean tensor"):
         coverage_loss(WEIGHTS, target_mask=torch.ones(1, 3))
     with pytest.raises(ValueError, match="coverage must have the shape of weights"):
         coverage_loss(WEIGHTS, coverage=COVERAGE[:, :2])
