@@ -166,7 +166,7 @@ def test_gradients_reach_every_parameter():
 def test_bad_inputs_are_named():
     model = small_model()
     source, mask, source_extended, target_input = batch()
-    with pytest.raises(ValueError, match="source_mask"):
+    with pytest.raises(TypeError, match="source_mask"):
         model(source, mask.long(), target_input)
     with pytest.raises(ValueError, match="n_extended"):
         model(source, mask, target_input, source_extended, n_extended=len(VOCAB))

@@ -42,6 +42,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from sparse_tutorial._validation import check_mask
 from sparse_tutorial.attention import AdditiveScore, Attention, CoverageAdditiveScore
 from sparse_tutorial.coverage import coverage_loss, update_coverage
 from sparse_tutorial.regularizers import entropy_penalty
@@ -200,9 +201,7 @@ class PointerGenerator(nn.Module):
             n_extended: extended vocabulary size, ``≥ vocab_size`` (defaults to ``vocab_size`` + the
                 largest extended id − vocab_size + 1, or ``vocab_size``).
         """
-        if source.shape != source_mask.shape or source_mask.dtype != torch.bool:
-            raise ValueError(f"source_mask must be a bool tensor of the shape of source {tuple(source.shape)}, "
-                             f"got {source_mask.dtype} {tuple(source_mask.shape)}")
+        check_mask(source_mask, "source_mask", source.shape)
         lengths = source_mask.sum(dim=1)
         if bool((lengths == 0).any()):
             raise ValueError("source_mask has an empty row: every source needs at least one token")
@@ -332,9 +331,10 @@ def pointer_generator_loss(output: PointerGeneratorOutput, target: Tensor, targe
     Returns:
         ``(loss, stats)`` with ``stats`` = the three terms (unweighted) and the total, as floats.
     """
-    if target.shape != output.log_probs.shape[:2] or target_mask.shape != target.shape:
-        raise ValueError(f"target and target_mask must be (batch, tgt_len) = {tuple(output.log_probs.shape[:2])}, "
-                         f"got {tuple(target.shape)} and {tuple(target_mask.shape)}")
+    if target.shape != output.log_probs.shape[:2]:
+        raise ValueError(f"target must be (batch, tgt_len) = {tuple(output.log_probs.shape[:2])}, "
+                         f"got {tuple(target.shape)}")
+    check_mask(target_mask, "target_mask", target.shape)
     if int(target.max()) >= output.log_probs.shape[-1]:
         raise ValueError(f"target has id {int(target.max())} beyond the model's {output.log_probs.shape[-1]} outputs; "
                          "map it with PointerGenerator.output_ids")
