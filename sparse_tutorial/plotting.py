@@ -1,0 +1,164 @@
+"""One plot style for the whole book, and the attention heatmap every chapter draws.
+
+Chapters call :func:`set_style` once in their setup cell, so every figure of the book shares fonts, sizes
+and colours; :func:`attention_heatmap` draws a ``(tgt_len, src_len)`` weight matrix with the tokens on
+the axes (chapter 1 introduces it, chapters 9–12 use it on trained models); :func:`plot_distributions`
+draws several attention vectors over the same positions side by side (chapters 4–6).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+from matplotlib.axes import Axes
+
+__all__ = ["set_style", "attention_heatmap", "plot_distributions", "ATTENTION_CMAP"]
+
+ATTENTION_CMAP = "Blues"
+"""Colour map of every attention heatmap: white is zero weight, so exact zeros of sparse maps stand out."""
+
+
+def set_style() -> None:
+    """Apply the book's plot style: seaborn's white grid, readable sizes, a colour-blind-safe palette."""
+    sns.set_theme(
+        context="notebook",
+        style="whitegrid",
+        palette="colorblind",
+        rc={
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "savefig.bbox": "tight",
+            "axes.titlesize": "medium",
+            "axes.titleweight": "bold",
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "legend.frameon": False,
+        },
+    )
+
+
+def _as_matrix(weights: torch.Tensor | np.ndarray, name: str) -> np.ndarray:
+    """Return ``weights`` as a float numpy array, with a batch dimension of size 1 squeezed away."""
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().to("cpu", torch.float32).numpy()
+    matrix = np.asarray(weights, dtype=float)
+    if matrix.ndim == 3 and matrix.shape[0] == 1:
+        matrix = matrix[0]
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must have shape (tgt_len, src_len), got {tuple(matrix.shape)}")
+    return matrix
+
+
+def attention_heatmap(
+    weights: torch.Tensor | np.ndarray,
+    src_tokens: Sequence[str],
+    tgt_tokens: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool | None = None,
+    vmax: float | None = 1.0,
+) -> Axes:
+    """Draw attention weights as a heatmap, source tokens on the x axis and target tokens on the y axis.
+
+    Args:
+        weights: ``(tgt_len, src_len)`` attention weights (a ``(1, tgt_len, src_len)`` batch of one or a
+            single ``(src_len,)`` vector is accepted too); a tensor or an array.
+        src_tokens: ``src_len`` labels of the columns.
+        tgt_tokens: ``tgt_len`` labels of the rows; ``None`` numbers the rows from 1.
+        ax: axes to draw on; a new figure is created when ``None``.
+        title: axes title — state the finding, e.g. ``"sparsemax keeps 2 of 7 words"``.
+        annotate: write each weight in its cell; by default only when the matrix has at most 12 columns
+            and 12 rows. Exact zeros are written as ``0`` so sparsity is visible.
+        vmax: top of the colour scale (weights lie in [0, 1]); ``None`` scales to the largest weight.
+
+    Returns:
+        The axes drawn on.
+    """
+    matrix = _as_matrix(weights, "weights")
+    tgt_len, src_len = matrix.shape
+    if len(src_tokens) != src_len:
+        raise ValueError(f"src_tokens has {len(src_tokens)} labels but weights has {src_len} columns")
+    if tgt_tokens is None:
+        tgt_tokens = [str(i + 1) for i in range(tgt_len)]
+    if len(tgt_tokens) != tgt_len:
+        raise ValueError(f"tgt_tokens has {len(tgt_tokens)} labels but weights has {tgt_len} rows")
+    if annotate is None:
+        annotate = src_len <= 12 and tgt_len <= 12
+    if ax is None:
+        width = min(12.0, 1.2 + 0.55 * src_len)
+        height = min(10.0, 1.0 + 0.45 * tgt_len)
+        _, ax = plt.subplots(figsize=(width, height))
+    labels = np.vectorize(lambda w: "0" if w == 0 else f"{w:.2f}")(matrix) if annotate else False
+    sns.heatmap(
+        matrix,
+        ax=ax,
+        cmap=ATTENTION_CMAP,
+        vmin=0.0,
+        vmax=vmax,
+        annot=labels,
+        fmt="",
+        annot_kws={"fontsize": "small"},
+        xticklabels=list(src_tokens),
+        yticklabels=list(tgt_tokens),
+        linewidths=0.5,
+        linecolor="white",
+        square=False,
+        cbar_kws={"label": "attention weight"},
+    )
+    ax.set_xlabel("source")
+    ax.set_ylabel("target")
+    ax.tick_params(axis="x", labelrotation=90)
+    ax.tick_params(axis="y", labelrotation=0)
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
+def plot_distributions(
+    distributions: Mapping[str, torch.Tensor | np.ndarray],
+    labels: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Draw several attention vectors over the same positions as grouped bars.
+
+    Args:
+        distributions: name → ``(src_len,)`` weights, e.g. ``{"softmax": ..., "sparsemax": ...}``; every
+            vector must have the same length.
+        labels: ``src_len`` position labels (tokens); ``None`` numbers the positions from 1.
+        ax: axes to draw on; a new figure is created when ``None``.
+        title: axes title.
+
+    Returns:
+        The axes drawn on.
+    """
+    if not distributions:
+        raise ValueError("distributions must hold at least one vector")
+    rows = {name: _as_matrix(vector, f"distributions[{name!r}]") for name, vector in distributions.items()}
+    lengths = {name: matrix.shape[1] for name, matrix in rows.items()}
+    if any(matrix.shape[0] != 1 for matrix in rows.values()) or len(set(lengths.values())) != 1:
+        raise ValueError(f"distributions must be vectors of one common length, got lengths {lengths}")
+    src_len = next(iter(lengths.values()))
+    if labels is None:
+        labels = [str(i + 1) for i in range(src_len)]
+    if len(labels) != src_len:
+        raise ValueError(f"labels has {len(labels)} entries but the vectors have length {src_len}")
+    if ax is None:
+        _, ax = plt.subplots()
+    positions = np.arange(src_len)
+    width = 0.8 / len(rows)
+    for k, (name, matrix) in enumerate(rows.items()):
+        ax.bar(positions + (k - (len(rows) - 1) / 2) * width, matrix[0], width=width, label=name)
+    ax.set_xticks(positions, list(labels))
+    ax.set_xlabel("position")
+    ax.set_ylabel("weight")
+    ax.legend()
+    if title is not None:
+        ax.set_title(title)
+    return ax

@@ -1,0 +1,74 @@
+"""Tests of the shared plot style and the attention plots (drawn off-screen with the Agg backend)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from sparse_tutorial.plotting import ATTENTION_CMAP, attention_heatmap, plot_distributions, set_style
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_set_style_sets_the_book_theme():
+    set_style()
+    assert matplotlib.rcParams["axes.titleweight"] == "bold"
+    assert matplotlib.rcParams["axes.spines.top"] is False
+    assert matplotlib.rcParams["figure.figsize"] == [6.4, 4.0]
+
+
+def test_heatmap_puts_source_on_x_and_target_on_y():
+    weights = torch.tensor([[0.7, 0.3, 0.0], [0.0, 0.0, 1.0]])
+    ax = attention_heatmap(weights, ["a", "b", "c"], ["x", "y"], title="two rows")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]
+    assert ax.get_title() == "two rows"
+    assert ax.get_xlabel() == "source" and ax.get_ylabel() == "target"
+    mesh = ax.collections[0]
+    np.testing.assert_allclose(np.asarray(mesh.get_array()).reshape(2, 3), weights.numpy())
+    assert mesh.get_cmap().name == ATTENTION_CMAP
+    assert mesh.get_clim() == (0.0, 1.0)
+
+
+def test_heatmap_writes_exact_zeros_as_0():
+    ax = attention_heatmap(np.array([[0.25, 0.0, 0.75]]), ["a", "b", "c"])
+    assert [t.get_text() for t in ax.texts] == ["0.25", "0", "0.75"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1"]
+
+
+def test_heatmap_accepts_a_batch_of_one_and_draws_on_given_axes():
+    _, given = plt.subplots()
+    ax = attention_heatmap(torch.full((1, 2, 4), 0.25), list("abcd"), ["p", "q"], ax=given, annotate=False)
+    assert ax is given
+    assert len(ax.texts) == 0
+    assert np.asarray(ax.collections[0].get_array()).size == 8
+
+
+def test_heatmap_names_mismatched_labels():
+    with pytest.raises(ValueError, match="src_tokens"):
+        attention_heatmap(torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"])
+    with pytest.raises(ValueError, match="tgt_tokens"):
+        attention_heatmap(torch.ones(2, 3) / 3, ["a", "b", "c"], ["x"])
+    with pytest.raises(ValueError, match="weights"):
+        attention_heatmap(torch.ones(2, 2, 3), ["a", "b", "c"])
+
+
+def test_plot_distributions_draws_one_bar_group_per_vector():
+    distributions = {"softmax": torch.tensor([0.5, 0.3, 0.2]), "sparsemax": np.array([0.6, 0.4, 0.0])}
+    ax = plot_distributions(distributions, labels=["the", "cat", "sat"], title="sparsemax drops one")
+    heights = [patch.get_height() for patch in ax.patches]
+    np.testing.assert_allclose(heights, [0.5, 0.3, 0.2, 0.6, 0.4, 0.0], rtol=1e-6)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["softmax", "sparsemax"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["the", "cat", "sat"]
+
+
+def test_plot_distributions_rejects_vectors_of_different_lengths():
+    with pytest.raises(ValueError, match="common length"):
+        plot_distributions({"a": np.ones(3) / 3, "b": np.ones(2) / 2})
