@@ -1,16 +1,26 @@
 # The two commands of README.md:
 #   make book   -- execute every chapter (quick profile, CPU) and build the HTML book into _build/html
-#   make test   -- unit tests + nbval on every chapter
-# Both create .venv on first use and install what they need.
+#   make test   -- unit tests + strict nbval on every chapter + the built book checked in headless Chromium
+# Both create .venv on first use and install what they need. Other targets:
+#   make html   -- build the book from the outputs stored in the notebooks (no execution, about a minute)
+#   make data   -- download the corpora the chapters use into the cache
 
-VENV   ?= .venv
-PY     := $(VENV)/bin/python
-# torch is pinned only here, for this project's own machines (a CPU build of 2.13.0 lies on disk);
-# the library itself asks for torch>=2.1, so Colab keeps the torch it has.
-TORCH  ?= torch==2.13.0
-STAMP  := $(VENV)/.installed
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+# torch is pinned only here, for this project's own machines; the library itself asks for torch>=2.1,
+# so Colab keeps the torch it has.
+TORCH   ?= torch==2.13.0
+STAMP   := $(VENV)/.installed
+# Math is typeset by a copy of MathJax 3 served with the book (no CDN); see _config.yml.
+MATHJAX_VERSION ?= 3.2.2
+MATHJAX := .mathjax/mathjax/es5/tex-chtml.js
+# Seconds one chapter may run in `make book` before the build fails.
+CHAPTER_TIMEOUT ?= 1800
+# `PROFILE=full make book` executes the chapters at full size (meant for a GPU machine, add GPU=1).
+PROFILE ?= quick
+BUILD_FLAGS := -W -n --keep-going
 
-.PHONY: book test data clean
+.PHONY: book html test data browser clean
 
 $(STAMP): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,12 +34,30 @@ $(STAMP): requirements.txt pyproject.toml
 data: $(STAMP)
 	$(PY) -m sparse_tutorial.data fetch
 
-test: data
+# npm is needed only to fetch MathJax; on Debian as root it is installed when missing.
+$(MATHJAX):
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq npm >/dev/null; } \
+	  || { echo "make: npm is needed to fetch MathJax (apt-get install npm)" >&2; exit 1; }
+	rm -rf .mathjax && mkdir -p .mathjax/mathjax
+	cd .mathjax && npm pack --silent "mathjax@$(MATHJAX_VERSION)" >/dev/null
+	tar -xzf .mathjax/mathjax-$(MATHJAX_VERSION).tgz -C .mathjax/mathjax --strip-components=1 package/es5 package/LICENSE
+	rm .mathjax/mathjax-$(MATHJAX_VERSION).tgz
+
+html: $(STAMP) $(MATHJAX)
+	$(VENV)/bin/jupyter-book build . $(BUILD_FLAGS)
+	touch _build/html/.nojekyll
+
+book: data $(MATHJAX)
+	$(PY) -m sparse_tutorial.book_tools execute --timeout $(CHAPTER_TIMEOUT) --profile $(PROFILE) $(if $(GPU),--gpu)
+	$(MAKE) html
+
+# The browser test needs Chromium; on Debian as root it is installed when missing (else the test skips).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "make: chromium not found and not root: the browser test will be skipped" >&2
+
+test: data browser html
 	$(PY) -m pytest
 
-book: data
-	$(PY) -m sparse_tutorial.book_tools execute
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
-
 clean:
-	rm -rf _build
+	rm -rf _build .mathjax

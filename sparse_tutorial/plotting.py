@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 __all__ = ["set_style", "attention_heatmap", "plot_distributions", "ATTENTION_CMAP"]
 
 ATTENTION_CMAP = "Blues"
-"""Colour map of every attention heatmap: white is zero weight, so exact zeros of sparse maps stand out."""
+"""Colour map of every attention heatmap; white is zero weight, so exact zeros of sparse maps stand out."""
 
 
 def set_style() -> None:
