@@ -395,7 +395,8 @@ class LocalPAttention(nn.Module):
         query_dim: size of ``h_t``.
         hidden_dim: size of ``W_p h_t``.
         half_window: ``D`` ≥ 1.
-        projection, **projection_kwargs: as for :class:`Attention`.
+        projection: as for :class:`Attention`.
+        **projection_kwargs: as for :class:`Attention`.
         renormalize: divide the windowed weights by their sum.
     """
 
@@ -454,7 +455,8 @@ class MultiHeadAttention(nn.Module):
     Args:
         embed_dim: model size; must be divisible by ``num_heads``.
         num_heads: number of heads H; each has size ``d = embed_dim // num_heads``.
-        projection, **projection_kwargs: as for :class:`Attention`.
+        projection: as for :class:`Attention`.
+        **projection_kwargs: as for :class:`Attention`.
         dropout: dropout probability on the attention weights (training only).
         bias: whether the four linear maps have biases.
     """

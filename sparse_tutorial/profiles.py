@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 PROFILES = ("quick", "full")
+"""The run profiles, ``quick`` (small, CPU, what the book shows) and ``full`` (paper-style, GPU)."""
 
 
 def profile(name: str | None = None) -> str:

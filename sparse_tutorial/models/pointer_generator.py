@@ -113,7 +113,7 @@ class EncoderOutput(NamedTuple):
     source_extended: Tensor
     """``(batch, src_len)`` source ids in the extended vocabulary (where the copy mass goes)."""
     n_extended: int
-    """Size of the extended vocabulary: ``vocab_size + max #OOVs`` in the batch."""
+    """Size of the extended vocabulary, ``vocab_size + max #OOVs`` in the batch."""
 
 
 class DecoderState(NamedTuple):
