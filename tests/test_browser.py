@@ -1,0 +1,176 @@
+"""The built book renders in a real browser: headless Chromium loads the intro, the first Part I chapter and
+the API reference from a local web server (no network), and checks from the live DOM that MathJax typeset
+every formula, every image loaded, and the chapter's launch link opens its .ipynb on Colab.
+
+The pages are loaded in a same-origin iframe of a small probe page served next to the book; once MathJax
+has finished and every image has settled, the probe writes what it found as JSON into its own DOM, which
+``chromium --dump-dom`` prints. Skipped only when no Chromium is installed (``make test`` installs Debian's
+``chromium`` when run as root).
+"""
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sparse_tutorial.book_tools import REPO_ROOT, toc_notebooks
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM = os.environ.get("CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=f"no Chromium found (tried $CHROMIUM and {BROWSERS})")
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1600",
+]
+VIRTUAL_TIME_MS = 20000
+PROBE_PATH = "/__probe__.html"
+PROBE_PAGE = """<!DOCTYPE html>
+<html><body><pre id="result">pending</pre><script>
+const page = new URLSearchParams(location.search).get("page");
+const frame = document.createElement("iframe");
+frame.width = 1280; frame.height = 1600;
+frame.onload = async () => {
+  const win = frame.contentWindow, doc = frame.contentDocument, result = {};
+  try {
+    if (win.MathJax && win.MathJax.startup) { await win.MathJax.startup.promise; }
+    result.mathjax = win.MathJax && win.MathJax.version ? win.MathJax.version : null;
+  } catch (error) { result.mathjax_error = String(error); }
+  await Promise.all([...doc.images].map(img => img.complete ? null :
+    new Promise(done => { img.addEventListener("load", done); img.addEventListener("error", done); })));
+  result.typeset = doc.querySelectorAll("mjx-container").length;
+  result.math_nodes = doc.querySelectorAll(".math").length;
+  const text = doc.body.cloneNode(true);
+  text.querySelectorAll("pre, code, script, style, textarea, mjx-container").forEach(node => node.remove());
+  result.raw_tex = (text.textContent.match(/\\\\\\(|\\\\\\[|\\\\begin\\{/g) || []).length;
+  result.images = [...doc.images].map(img => ({src: img.getAttribute("src"), ok: img.naturalWidth > 0}));
+  result.colab = [...doc.querySelectorAll("a[href*='colab.research.google.com']")].map(a => a.href);
+  result.api_entries = doc.querySelectorAll("dl.py").length;
+  result.title = doc.title;
+  document.getElementById("result").textContent = JSON.stringify(result);
+};
+frame.src = page;
+document.body.appendChild(frame);
+</script></body></html>
+"""
+
+
+class _BookHandler(SimpleHTTPRequestHandler):
+    """Serves the built book, plus the probe page at :data:`PROBE_PATH`."""
+
+    def do_GET(self):
+        if self.path.split("?")[0] == PROBE_PATH:
+            body = PROBE_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        else:
+            super().do_GET()
+
+    def log_message(self, format, *args):
+        """Keep the test output quiet."""
+
+
+@pytest.fixture(scope="module")
+def server(built_book):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_BookHandler, directory=str(built_book)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def chromium(*arguments: str) -> str:
+    """Run headless Chromium with a throw-away profile and return its stdout."""
+    with tempfile.TemporaryDirectory() as profile:
+        completed = subprocess.run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *arguments],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert completed.returncode == 0, f"chromium failed ({completed.returncode}):\n{completed.stderr[-2000:]}"
+    return completed.stdout
+
+
+def probe(server: str, page: str) -> dict:
+    """Load ``page`` (a path of the built site) in Chromium and return what the probe saw in its DOM."""
+    dom = chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", f"{server}{PROBE_PATH}?page=/{page}")
+    found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.DOTALL)
+    assert found, f"the probe page did not render:\n{dom[:2000]}"
+    assert found.group(1) != "pending", f"{page} did not finish loading within {VIRTUAL_TIME_MS} ms of virtual time"
+    return json.loads(found.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+
+
+PART1_CHAPTER = next((path for path in toc_notebooks() if path.parent.name == "part1"), None)
+PAGES = {
+    "intro": "book/intro.html",
+    "part1": PART1_CHAPTER.relative_to(REPO_ROOT).with_suffix(".html").as_posix() if PART1_CHAPTER else None,
+    "api": "book/appendix/api.html",
+}
+
+
+@pytest.fixture(scope="module")
+def probed(server) -> dict:
+    assert PART1_CHAPTER is not None, "_toc.yml lists no Part I chapter (book/part1/...)"
+    return {name: probe(server, page) for name, page in PAGES.items()}
+
+
+@pytest.mark.parametrize("name", ["intro", "part1", "api"])
+def test_page_loads_with_its_title(probed, name):
+    assert "Sparse attention" in probed[name]["title"], probed[name]
+
+
+@pytest.mark.parametrize("name", ["intro", "part1"])
+def test_mathjax_typeset_every_formula(probed, name):
+    result = probed[name]
+    assert result.get("mathjax", "").startswith("3."), f"MathJax 3 did not start: {result}"
+    assert result["math_nodes"] > 0, f"{PAGES[name]} has no math to typeset"
+    assert result["typeset"] >= result["math_nodes"], f"only {result['typeset']} of {result['math_nodes']} typeset"
+    assert result["raw_tex"] == 0, f"{PAGES[name]} shows {result['raw_tex']} raw TeX delimiters"
+
+
+@pytest.mark.parametrize("name", ["intro", "part1", "api"])
+def test_every_image_loaded(probed, name):
+    broken = [image["src"] for image in probed[name]["images"] if not image["ok"]]
+    assert not broken, f"{PAGES[name]}: images that did not load: {broken}"
+
+
+def test_chapter_shows_its_plots(probed):
+    plots = [image for image in probed["part1"]["images"] if "_images/" in image["src"]]
+    assert plots, f"{PAGES['part1']} shows no figure from its outputs"
+
+
+def test_chapter_launches_its_notebook_on_colab(probed):
+    notebook = PART1_CHAPTER.relative_to(REPO_ROOT).as_posix()
+    expected = f"https://colab.research.google.com/github/sparse-attention-book/sparse-attention-book/blob/main/{notebook}"
+    assert probed["part1"]["colab"] == [expected]
+    assert "/./" not in expected
+
+
+def test_api_reference_documents_the_library(probed):
+    assert probed["api"]["api_entries"] >= 20, probed["api"]
+
+
+def test_screenshot_of_a_chapter(server, tmp_path):
+    shot = tmp_path / "chapter.png"
+    chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", f"--screenshot={shot}", f"{server}/{PAGES['part1']}")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 20_000, "the screenshot is nearly empty"
