@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.projections import _sparsemax_forward
+from sparse_tutorial.projections import _sparsemax_2d
 
 
 def multilabel_target(labels: Tensor) -> Tensor:
@@ -70,7 +70,7 @@ class SparsemaxLossFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z: Tensor, q: Tensor) -> Tensor:  # noqa: D102 - documented on the class
-        p, _ = _sparsemax_forward(z, 1)
+        p = _sparsemax_2d(z, torch.zeros_like(z[:, :1]))[0]
         loss = ((p - q) * z).sum(1) - 0.5 * (p * p).sum(1) + 0.5 * (q * q).sum(1)
         ctx.save_for_backward(p, q, z)
         return loss.clamp_min_(0.0)

@@ -39,23 +39,23 @@ from torch import Tensor, nn
 from sparse_tutorial._validation import check_floating, check_positive, check_row_max, compute_dtype
 
 Projection = Callable[..., Tensor]
-"""A projection as the attention modules use it: ``fn(scores, dim=-1) -> weights``."""
+"""A projection as the attention modules use it, ``fn(scores, dim=-1) -> weights``."""
 
 
-def _shift_by_row_max(scores: Tensor, dim: int) -> tuple[Tensor, Tensor]:
-    """Validate ``scores`` and subtract each slice's maximum.
+def _validated_row_max(scores: Tensor, dim: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate ``scores`` and return ``(x, row_max, empty)``.
 
-    Returns ``(z, empty)``: ``z`` has the shape of ``scores``, is computed in float32 for half inputs,
-    has maximum 0 along ``dim`` (masked ``-inf`` stays ``-inf``); ``empty`` (size 1 along ``dim``) marks
-    slices with no finite score. The maximum is detached: every projection here is invariant to adding a
-    constant, so no gradient flows through it.
+    ``x`` is ``scores`` in the compute dtype (float32 for half inputs); ``row_max`` (size 1 along ``dim``)
+    is each slice's maximum, detached (every projection here is invariant to adding a constant, so no
+    gradient flows through it), and 0 for the slices marked by ``empty`` that have no finite score, so
+    that ``x − row_max`` stays ``-inf`` there instead of NaN.
     """
     check_floating(scores, "scores")
     x = compute_dtype(scores)
     row_max = x.detach().amax(dim, keepdim=True)
     check_row_max(row_max, "scores")
     empty = torch.isneginf(row_max)
-    return x - row_max.masked_fill(empty, 0.0), empty
+    return x, row_max.masked_fill_(empty, 0.0), empty
 
 
 def _masked_softmax(z: Tensor, empty: Tensor, dim: int) -> Tensor:
@@ -78,7 +78,8 @@ def softmax(scores: Tensor, dim: int = -1) -> Tensor:
     Returns:
         weights of the shape and dtype of ``scores``; an all ``-inf`` slice gives zeros (not NaN).
     """
-    z, empty = _shift_by_row_max(scores, dim)
+    x, row_max, empty = _validated_row_max(scores, dim)
+    z = x - row_max
     return _masked_softmax(z, empty, dim).to(scores.dtype)
 
 
@@ -91,7 +92,8 @@ def softmax_with_temperature(scores: Tensor, temperature: float = 1.0, dim: int 
         dim: the dimension that is normalised.
     """
     check_positive(temperature, "temperature")
-    z, empty = _shift_by_row_max(scores, dim)
+    x, row_max, empty = _validated_row_max(scores, dim)
+    z = x - row_max
     return _masked_softmax(z / temperature, empty, dim).to(scores.dtype)
 
 
@@ -111,7 +113,8 @@ def gumbel_softmax(scores: Tensor, temperature: float = 1.0, hard: bool = False,
         generator: a ``torch.Generator`` for reproducible noise.
     """
     check_positive(temperature, "temperature")
-    z, empty = _shift_by_row_max(scores, dim)
+    x, row_max, empty = _validated_row_max(scores, dim)
+    z = x - row_max
     exponential = torch.empty(z.shape, dtype=z.dtype, device=z.device).exponential_(generator=generator)
     perturbed = z - exponential.clamp_min(torch.finfo(z.dtype).tiny).log()
     soft = _masked_softmax(perturbed / temperature, empty, dim)
@@ -121,46 +124,132 @@ def gumbel_softmax(scores: Tensor, temperature: float = 1.0, hard: bool = False,
     return (one_hot.masked_fill(empty, 0.0) - soft.detach() + soft).to(scores.dtype)
 
 
-def _sparsemax_forward(z: Tensor, dim: int) -> tuple[Tensor, Tensor]:
-    """Exact sparsemax of ``z`` (row max 0, ``-inf`` allowed) → ``(weights, support_size)``.
+def _as_rows(tensor: Tensor, dim: int) -> Tensor:
+    """``tensor`` with ``dim`` moved last, as a contiguous ``(rows, n)`` matrix (a copy only if needed)."""
+    return tensor.movedim(dim, -1).reshape(-1, tensor.size(dim)).contiguous()
 
-    Newton/Michelot on τ from the lower bound τ = max − 1 = −1 (module docstring). ``weights`` at the
-    last τ is kept: once the support size repeats, τ was computed from that very support and is exact.
-    An all ``-inf`` slice has support size 0, τ stays −1 and its weights are 0.
+
+def _from_rows(rows: Tensor, like: Tensor, dim: int) -> Tensor:
+    """Inverse of :func:`_as_rows`: the ``(rows, n)`` matrix back in the shape of ``like``."""
+    return rows.view(like.movedim(dim, -1).shape).movedim(-1, dim)
+
+
+_BLOCKS = 32
+"""Number of blocks whose maxima give the first lower bound on the threshold (see :func:`_block_maxima`)."""
+_COMPACT_MIN_LENGTH = 256
+"""Rows shorter than this are searched in place: compacting their candidates costs more than it saves."""
+_SLACK = 1e-3
+"""Safety margin subtracted from a computed lower bound on τ, far above its float rounding error."""
+
+
+def _block_maxima(x: Tensor, row_max: Tensor) -> Tensor:
+    """Maxima of consecutive blocks of each row of ``x: (rows, n)``, minus the row max: ``(rows, ≤ _BLOCKS)``.
+
+    The threshold of any subset of a row's entries is a lower bound on the row's threshold (it solves the
+    same equation with fewer non-negative terms), so the threshold of the block maxima — computed on a
+    matrix 1/block the size — is a lower bound on τ, and a tight one when the support's entries lie in
+    different blocks. Trailing entries that do not fill a block are left out (still a subset).
     """
-    tau = torch.full_like(z.narrow(dim, 0, 1), -1.0)
+    rows, n = x.shape
+    block = max(2, n // _BLOCKS)
+    usable = n - n % block
+    return x[:, :usable].reshape(rows, usable // block, block).amax(2) - row_max
+
+
+def _compact_candidates(x: Tensor, row_max: Tensor, lower_bound: Tensor) -> tuple[Tensor, Optional[Tensor]]:
+    """The entries of the rows of ``x: (rows, n)`` above ``row_max + lower_bound``, minus the row max.
+
+    Only they can be in the support (τ ≥ ``lower_bound``), so the exact search runs on a ``(rows, k)``
+    matrix (k = most candidates in any row; padding ``-inf``) instead of the full rows. Returns
+    ``(candidates, index)`` with the flat position in ``x`` of every candidate (padding → 0), or
+    ``(x − row_max, None)`` when compaction would not pay (short rows, or k > n/2). The test
+    ``x ≥ fl(max + bound)`` keeps every entry with ``x − max > bound`` whatever the rounding, because no
+    float lies strictly between a number and its rounded value.
+    """
+    rows, n = x.shape
+    if n < _COMPACT_MIN_LENGTH:
+        return x - row_max, None
+    flat_index = (x >= row_max + lower_bound).view(-1).nonzero().squeeze(1)
+    row_of = torch.div(flat_index, n, rounding_mode="floor")
+    per_row = torch.bincount(row_of, minlength=rows)
+    k = int(per_row.max()) if rows else 0
+    if 2 * k > n:
+        return x - row_max, None
+    column = torch.arange(flat_index.numel(), device=x.device) - (per_row.cumsum(0) - per_row)[row_of]
+    candidates = torch.full((rows, k), -torch.inf, dtype=x.dtype, device=x.device)
+    candidates[row_of, column] = x.view(-1)[flat_index] - row_max.view(-1)[row_of]
+    index = torch.zeros((rows, k), dtype=torch.long, device=x.device)
+    index[row_of, column] = flat_index
+    return candidates, index
+
+
+def _scatter_candidates(values: Tensor, index: Optional[Tensor], shape: torch.Size) -> Tensor:
+    """Candidate values ``(rows, k)`` written into zeros of ``shape`` (padding adds 0 at position 0)."""
+    if index is None:
+        return values
+    full = torch.zeros(shape.numel(), dtype=values.dtype, device=values.device)
+    return full.scatter_add_(0, index.view(-1), values.view(-1)).view(shape)
+
+
+def _gather_candidates(full: Tensor, index: Optional[Tensor]) -> Tensor:
+    """The entries of ``full: (rows, n)`` at the candidates' positions, ``(rows, k)``."""
+    if index is None:
+        return full
+    return full.reshape(-1).gather(0, index.view(-1)).view(index.shape)
+
+
+def _sparsemax_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Exact sparsemax of the rows of ``z: (rows, k)`` (row max ≤ 0, or all ``-inf``) by Newton/Michelot.
+
+    ``tau: (rows, 1)`` is a lower bound on the threshold to start from (−1 always is one). Returns
+    ``(weights, support, support_size, tau)``: ``support`` is the 0./1. indicator of ``weights > 0`` and
+    ``support_size: (rows, 1)``; counting with ``sign`` and summing keeps every pass a fast float op. The
+    iteration ends when no row's support size changes; then each τ was computed from the very support it
+    produces, which is the optimality condition (module docstring). An all ``-inf`` row has support size
+    0, keeps its τ and gets weights 0.
+    """
+    weights, support = torch.empty_like(z), torch.empty_like(z)
     support_size = None
     while True:
-        weights = (z - tau).clamp_min_(0.0)
-        new_support_size = (weights > 0).sum(dim, keepdim=True)
+        torch.sub(z, tau, out=weights).relu_()
+        new_support_size = torch.sign(weights, out=support).sum(1, keepdim=True)
         if support_size is not None and torch.equal(new_support_size, support_size):
-            return weights, support_size
+            return weights, support, support_size, tau
         support_size = new_support_size
-        excess_mass = weights.sum(dim, keepdim=True) - 1.0
-        tau = torch.maximum(tau, tau + excess_mass / support_size)
+        tau = torch.maximum(tau, tau + (weights.sum(1, keepdim=True) - 1) / support_size)
+
+
+def _sparsemax_2d(x: Tensor, row_max: Tensor) -> tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
+    """Sparsemax of the rows of ``x: (rows, n)`` given ``row_max: (rows, 1)`` (0 for all ``-inf`` rows).
+
+    Returns ``(weights (rows, n), support, support_size, index)``, the last three on the candidates.
+    """
+    start = x.new_full((x.shape[0], 1), -1.0)
+    lower_bound = _sparsemax_rows(_block_maxima(x, row_max), start)[3] - _SLACK
+    candidates, index = _compact_candidates(x, row_max, lower_bound)
+    weights, support, support_size, _ = _sparsemax_rows(candidates, lower_bound)
+    return _scatter_candidates(weights, index, x.shape), support, support_size, index
 
 
 class SparsemaxFunction(torch.autograd.Function):
-    """Sparsemax with the closed-form backward of Martins & Astudillo (2016, eq. 14).
+    """Sparsemax of ``(rows, n)`` scores with the closed-form backward of Martins & Astudillo (2016, eq. 14).
 
-    ``J v = s ⊙ (v − (s·v)/|S| 1)`` where ``s`` is the support indicator: the Jacobian is a projection, so
-    backward costs two passes, whatever the support.
+    ``J v = s ⊙ (v − (s·v)/|S| 1)`` where ``s`` is the support indicator: only the candidates are touched,
+    so backward costs a gather and a scatter beyond zero-filling the gradient.
     """
 
     @staticmethod
-    def forward(ctx, z: Tensor, dim: int) -> Tensor:  # noqa: D102 - documented on the class
-        weights, support_size = _sparsemax_forward(z, dim)
-        ctx.dim = dim
-        ctx.save_for_backward(weights, support_size)
+    def forward(ctx, x: Tensor, row_max: Tensor) -> Tensor:  # noqa: D102 - documented on the class
+        weights, support, support_size, index = _sparsemax_2d(x, row_max)
+        ctx.save_for_backward(support, support_size, index)
         return weights
 
     @staticmethod
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
-        weights, support_size = ctx.saved_tensors
-        support = weights > 0
-        grad_on_support = torch.where(support, grad_output, 0.0)
-        mean = grad_on_support.sum(ctx.dim, keepdim=True) / support_size.clamp_min(1)
-        return torch.where(support, grad_output - mean, 0.0), None
+        support, support_size, index = ctx.saved_tensors
+        grad = _gather_candidates(grad_output, index) * support
+        mean = grad.sum(1, keepdim=True) / support_size.clamp_min(1)
+        return _scatter_candidates(grad.addcmul_(support, mean, value=-1), index, grad_output.shape), None
 
 
 def sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
@@ -175,8 +264,9 @@ def sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
     Returns:
         weights of the shape and dtype of ``scores``.
     """
-    z, _ = _shift_by_row_max(scores, dim)
-    return SparsemaxFunction.apply(z, dim).to(scores.dtype)
+    x, row_max, _ = _validated_row_max(scores, dim)
+    weights = SparsemaxFunction.apply(_as_rows(x, dim), _as_rows(row_max, dim))
+    return _from_rows(weights, x, dim).to(scores.dtype)
 
 
 def sparsegen_lin(scores: Tensor, lam: float = 0.0, dim: int = -1) -> Tensor:
@@ -188,8 +278,11 @@ def sparsegen_lin(scores: Tensor, lam: float = 0.0, dim: int = -1) -> Tensor:
         dim: the dimension that is projected.
     """
     _check_lam(lam)
-    z, _ = _shift_by_row_max(scores, dim)
-    return SparsemaxFunction.apply(z / (1.0 - lam), dim).to(scores.dtype)
+    x, row_max, _ = _validated_row_max(scores, dim)
+    # Shift before scaling so that huge scores cannot overflow; the scaled rows then have maximum 0.
+    scaled = _as_rows((x - row_max) / (1.0 - lam), dim)
+    weights = SparsemaxFunction.apply(scaled, scaled.new_zeros(scaled.shape[0], 1))
+    return _from_rows(weights, x, dim).to(scores.dtype)
 
 
 def _check_lam(lam: float) -> None:
@@ -197,49 +290,81 @@ def _check_lam(lam: float) -> None:
         raise ValueError(f"lam must be a number < 1 (sparsegen-lin divides by 1 - lam), got {lam!r}")
 
 
-def _entmax15_threshold(z: Tensor, dim: int) -> Tensor:
-    """Exact τ of 1.5-entmax for ``z`` (already halved, row max 0, no ``-inf``), by sorting (Peters et al.).
+_ENTMAX_ITERATIONS = 50
+"""Cap on the root-finding steps of :func:`_entmax15_rows` before its sort-based fallback."""
 
-    For the k largest entries the candidate τ_k solves ``Σ_{j≤k} (z_(j) − τ)² = 1``; the support size is
-    the largest k with ``τ_k ≤ z_(k)``.
+
+def _entmax15_threshold_by_sorting(z: Tensor) -> Tensor:
+    """Exact τ of 1.5-entmax for the rows of ``z: (rows, k)`` (halved, row max 0, no ``-inf``) by sorting.
+
+    Peters et al. (2019, Algorithm 2): for the k largest entries the candidate τ_k solves
+    ``Σ_{j≤k} (z_(j) − τ)² = 1``; the support size is the largest k with ``τ_k ≤ z_(k)``.
     """
-    sorted_z = torch.sort(z, dim=dim, descending=True).values
-    shape = [1] * z.dim()
-    shape[dim] = z.size(dim)
-    rho = torch.arange(1, z.size(dim) + 1, dtype=z.dtype, device=z.device).view(shape)
-    mean = sorted_z.cumsum(dim) / rho
-    mean_sq = (sorted_z * sorted_z).cumsum(dim) / rho
+    sorted_z = torch.sort(z, dim=1, descending=True).values
+    rho = torch.arange(1, z.shape[1] + 1, dtype=z.dtype, device=z.device)
+    mean = sorted_z.cumsum(1) / rho
+    mean_sq = (sorted_z * sorted_z).cumsum(1) / rho
     delta = (1 - rho * (mean_sq - mean * mean)) / rho
     tau = mean - delta.clamp_min(0).sqrt()
-    support_size = (tau <= sorted_z).sum(dim, keepdim=True)
-    return tau.gather(dim, support_size - 1)
+    support_size = (tau <= sorted_z).sum(1, keepdim=True)
+    return tau.gather(1, support_size - 1)
+
+
+def _entmax15_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor]:
+    """``(sqrt of the exact 1.5-entmax weights = max(z − τ, 0), τ)`` for the rows of halved scores ``z: (rows, k)``.
+
+    ``f(τ) = Σ max(z − τ, 0)² − 1`` is convex and decreasing; ``tau: (rows, 1)`` is the start (−1 always is
+    a lower bound). At the current τ with support S, the next τ is the smaller root of the quadratic
+    ``Σ_S (z_j − τ)² = 1`` (exact if S is the final support), or a Newton step when that root does not
+    exist. When a root step leaves every row's support size unchanged, each τ solves the equation on its
+    own support: that is the exact threshold. Should the iteration not settle within
+    ``_ENTMAX_ITERATIONS`` steps, the sort-based threshold finishes the job.
+    """
+    root, scratch = torch.empty_like(z), torch.empty_like(z)
+    support_size, exact_step = None, None
+    for _ in range(_ENTMAX_ITERATIONS):
+        torch.sub(z, tau, out=root).relu_()
+        new_support_size = torch.sign(root, out=scratch).sum(1, keepdim=True)
+        if support_size is not None and torch.equal(new_support_size, support_size) and bool(exact_step.all()):
+            return root, tau
+        support_size = new_support_size
+        linear = root.sum(1, keepdim=True)
+        quadratic = torch.mul(root, root, out=scratch).sum(1, keepdim=True)
+        discriminant = linear * linear - support_size * (quadratic - 1)
+        nonempty = support_size > 0
+        exact_step = (discriminant >= 0) | ~nonempty
+        root_step = (linear - discriminant.clamp_min(0).sqrt()) / support_size.clamp_min(1)
+        newton_step = (quadratic - 1) / (2 * linear).clamp_min(torch.finfo(z.dtype).tiny)
+        tau = tau + torch.where(nonempty, torch.where(exact_step, root_step, newton_step), 0.0)
+    empty = torch.isneginf(z.amax(1, keepdim=True))
+    finite_z = z.clamp_min(-2.0)
+    tau = _entmax15_threshold_by_sorting(finite_z)
+    return (finite_z - tau).clamp_min_(0.0).masked_fill_(empty, 0.0), tau
 
 
 class Entmax15Function(torch.autograd.Function):
-    """1.5-entmax with the closed-form backward of Peters et al. (2019, Proposition 3).
+    """1.5-entmax of ``(rows, n)`` scores with the closed-form backward of Peters et al. (2019, Proposition 3).
 
     With ``g = sqrt(p)`` (zero off the support) the vector-Jacobian product is ``g ⊙ v − (Σ g ⊙ v / Σ g) g``.
     """
 
     @staticmethod
-    def forward(ctx, z: Tensor, dim: int) -> Tensor:  # noqa: D102
-        # In z/2, entries more than 1 below the max are never in the support (τ ≥ max − 1), so clamping
-        # them removes -inf without changing the result; all-masked slices become uniform and are zeroed.
-        half_z = (z / 2).clamp_min_(-2.0)
-        tau = _entmax15_threshold(half_z, dim)
-        weights = (half_z - tau).clamp_min_(0.0).square_()
-        weights.masked_fill_(torch.isneginf(z.amax(dim, keepdim=True)), 0.0)
-        ctx.dim = dim
-        ctx.save_for_backward(weights)
-        return weights
+    def forward(ctx, x: Tensor, row_max: Tensor) -> Tensor:  # noqa: D102
+        # The search runs on halved scores z/2 (p = max(z/2 − τ, 0)²), where −1 is a lower bound on τ.
+        start = x.new_full((x.shape[0], 1), -1.0)
+        lower_bound = _entmax15_rows(_block_maxima(x, row_max).div_(2), start)[1] - _SLACK
+        candidates, index = _compact_candidates(x, row_max, 2 * lower_bound)
+        sqrt_weights, _ = _entmax15_rows(candidates.div_(2), lower_bound)
+        ctx.save_for_backward(sqrt_weights, index)
+        return _scatter_candidates(sqrt_weights.square(), index, x.shape)
 
     @staticmethod
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
-        (weights,) = ctx.saved_tensors
-        sqrt_weights = weights.sqrt()
-        grad = grad_output * sqrt_weights
-        norm = sqrt_weights.sum(ctx.dim, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
-        return grad - (grad.sum(ctx.dim, keepdim=True) / norm) * sqrt_weights, None
+        sqrt_weights, index = ctx.saved_tensors
+        grad = _gather_candidates(grad_output, index) * sqrt_weights
+        norm = sqrt_weights.sum(1, keepdim=True).clamp_min(torch.finfo(sqrt_weights.dtype).tiny)
+        scale = grad.sum(1, keepdim=True) / norm
+        return _scatter_candidates(grad.addcmul_(sqrt_weights, scale, value=-1), index, grad_output.shape), None
 
 
 def entmax15(scores: Tensor, dim: int = -1) -> Tensor:
@@ -251,8 +376,9 @@ def entmax15(scores: Tensor, dim: int = -1) -> Tensor:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
         dim: the dimension that is projected.
     """
-    z, _ = _shift_by_row_max(scores, dim)
-    return Entmax15Function.apply(z, dim).to(scores.dtype)
+    x, row_max, _ = _validated_row_max(scores, dim)
+    weights = Entmax15Function.apply(_as_rows(x, dim), _as_rows(row_max, dim))
+    return _from_rows(weights, x, dim).to(scores.dtype)
 
 
 class Softmax(nn.Module):

@@ -351,3 +351,44 @@ def test_property_sparsemax_is_the_closest_point_of_the_simplex(values, raw_poin
     weights = sparsemax(scores)
     assert torch.dot(scores - weights, point - weights) <= 1e-9
     assert (scores - weights).norm() <= (scores - point).norm() + 1e-9
+
+
+def test_both_threshold_paths_are_exercised_and_exact():
+    # Spread-out scores: few candidates per row, the search runs on a compacted matrix; nearly equal
+    # scores: most entries are candidates and the search runs on the full rows. Both must be exact.
+    from sparse_tutorial.projections import _compact_candidates
+
+    for scale, compacted in [(20.0, True), (0.01, False)]:
+        scores = torch.randn(64, 300, generator=torch.Generator().manual_seed(23)) * scale
+        row_max = scores.amax(1, keepdim=True)
+        assert (_compact_candidates(scores, row_max, torch.full_like(row_max, -1.0))[1] is not None) == compacted
+        scores[3] = -INF
+        scores[5, :150] = -INF
+        reference = entmax.sparsemax(scores[:, :].clone().masked_fill_(torch.isinf(scores), -1e9), -1)
+        reference[3] = 0
+        torch.testing.assert_close(sparsemax(scores), reference, atol=1e-6, rtol=0)
+
+
+def test_entmax15_sort_fallback_is_exact(monkeypatch):
+    import sparse_tutorial.projections as projections
+
+    scores = torch.randn(16, 40, generator=torch.Generator().manual_seed(24)) * 3
+    expected = entmax15(scores)
+    monkeypatch.setattr(projections, "_ENTMAX_ITERATIONS", 1)
+    torch.testing.assert_close(entmax15(scores), expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(entmax15(scores), entmax.entmax15(scores, -1), atol=1e-6, rtol=0)
+    scores[2] = -INF
+    scores[4, 5:] = -INF
+    weights = entmax15(scores)
+    assert (weights[2] == 0).all() and (weights[4, 5:] == 0).all()
+    _assert_on_simplex(weights[[0, 1, 3, 4]], -1)
+
+
+@pytest.mark.parametrize("length", [255, 256, 257, 1000])
+def test_many_ties_long_rows_equal_entmax_package(length):
+    # Quantised scores tie everywhere, also at the threshold and across blocks of the lower bound.
+    generator = torch.Generator().manual_seed(25)
+    for step in [0.25, 0.05]:
+        scores = torch.randint(-6, 7, (32, length), generator=generator).float() * step
+        torch.testing.assert_close(sparsemax(scores), entmax.sparsemax(scores, -1), atol=1e-6, rtol=0)
+        torch.testing.assert_close(entmax15(scores), entmax.entmax15(scores, -1), atol=1e-6, rtol=0)
