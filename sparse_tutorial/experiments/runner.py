@@ -1,0 +1,124 @@
+"""Run a named experiment and write ``book/results/NAME.json`` (the chapters read these files).
+
+An *experiment* is a module ``sparse_tutorial.experiments.NAME`` that defines::
+
+    def run(profile: str, seeds: int) -> dict: ...
+
+returning every number it measured (JSON-serialisable; include a ``"corpus"`` entry with the data's
+provenance). Adding a module is all it takes to register one: :func:`available` lists them, and
+``python -m sparse_tutorial.experiments NAME --profile {quick,full} [--seeds N]`` runs one. A module may
+accept more profile names than ``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
+
+:func:`run_experiment` wraps the module's results with what makes them reproducible -- profile, seeds,
+library versions, hardware, device, wall time, the command and the git commit -- and :func:`write_results`
+stores them; :func:`load_results` is what a chapter calls.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sparse_tutorial.profiles import PROFILES, default_device
+
+_NOT_EXPERIMENTS = {"runner"}
+_LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "pandas")
+
+
+def available() -> list[str]:
+    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`."""
+    package = Path(__file__).parent
+    return sorted(m.name for m in pkgutil.iter_modules([str(package)])
+                  if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS)
+
+
+def results_dir() -> Path:
+    """``$SPARSE_TUTORIAL_RESULTS`` if set, else ``book/results`` of the repository holding this package
+    (an editable install or a clone), else ``book/results`` under the working directory."""
+    if os.environ.get("SPARSE_TUTORIAL_RESULTS"):
+        return Path(os.environ["SPARSE_TUTORIAL_RESULTS"])
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "book").is_dir():
+        return repo / "book" / "results"
+    return Path.cwd() / "book" / "results"
+
+
+def environment(device: torch.device | None = None) -> dict[str, Any]:
+    """Library versions, hardware and device of this process."""
+    device = device or default_device()
+    versions = {}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    env = {"python": platform.python_version(), "libraries": versions, "platform": platform.platform(),
+           "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+           "torch_threads": torch.get_num_threads(), "device": str(device)}
+    if device.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(device)
+    return env
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                             text=True, timeout=10, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
+    """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path."""
+    directory = Path(directory) if directory is not None else results_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=1, sort_keys=False, allow_nan=True) + "\n")
+    return path
+
+
+def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | None:
+    """The stored results of experiment ``name``, or ``None`` when it has not been run."""
+    path = (Path(directory) if directory is not None else results_dir()) / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
+                   write: bool = True) -> dict[str, Any]:
+    """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
+
+    Raises:
+        ValueError: if ``name`` is not in :func:`available` or ``profile`` is not accepted by it, or
+            ``seeds`` < 1.
+    """
+    if name not in available():
+        raise ValueError(f"name must be one of {available()}, got {name!r}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    accepted = tuple(getattr(module, "PROFILES", PROFILES))
+    if profile not in accepted:
+        raise ValueError(f"profile must be one of {accepted} for {name!r}, got {profile!r}")
+    started = datetime.now(timezone.utc)
+    tic = time.perf_counter()
+    results = module.run(profile=profile, seeds=seeds)
+    payload = {"experiment": name, "profile": profile, "seeds": seeds,
+               "command": f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}",
+               "started_utc": started.isoformat(timespec="seconds"),
+               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": _git_commit(),
+               "environment": environment(), "argv": sys.argv[1:], **results}
+    if write:
+        write_results(name, payload, directory)
+    return payload
