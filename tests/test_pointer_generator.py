@@ -3,9 +3,11 @@ vocabulary, masking, coverage and the teacher-forced pass against step-by-step d
 import pytest
 import torch
 
+from sparse_tutorial.decoding import greedy_decode
 from sparse_tutorial.models.pointer_generator import (
     PointerGenerator,
     PointerGeneratorConfig,
+    block_repeated_ngrams,
     extend_source,
     extend_target,
     mix_copy_distribution,
@@ -207,3 +209,37 @@ def test_loss_rejects_ids_the_model_cannot_predict():
     output = model(source, mask, target_input)
     with pytest.raises(ValueError, match="output_ids"):
         pointer_generator_loss(output, torch.full((2, 3), 7), torch.ones(2, 3, dtype=torch.bool))
+
+
+def test_block_repeated_ngrams_removes_repeated_trigrams():
+    preference = torch.log_softmax(torch.tensor([-9.0, -9.0, -9.0, -9.0, 0.0, -1.0, -2.0, -3.0]), dim=0)
+
+    def step(tokens, state):  # always prefers token 4, then 5, 6, 7; </s> (3) is never likely
+        return preference.expand(tokens.shape[0], -1), state, None
+
+    plain = greedy_decode(step, torch.zeros(2, 1), batch_size=2, bos=2, eos=3, max_len=8)
+    assert plain.tokens[0] == [4] * 8
+    blocked = greedy_decode(block_repeated_ngrams(step, n=3), (torch.zeros(2, 1), torch.zeros(2, 0,
+                            dtype=torch.long)), batch_size=2, bos=2, eos=3, max_len=8)
+    # after "4 4" the trigrams "4 4 4" (and later "4 4 5") exist, so the next choice falls to 5, then 6
+    assert blocked.tokens[0] == [4, 4, 4, 5, 4, 4, 6, 4]
+    trigrams = [tuple(blocked.tokens[0][i:i + 3]) for i in range(6)]
+    assert len(set(trigrams)) == len(trigrams)
+
+
+@pytest.mark.parametrize("block", [False, True])
+def test_generate_decodes_in_the_extended_vocabulary(block):
+    model = small_model()
+    with torch.no_grad():  # copy only, so the OOVs must show up as extended ids
+        model.generation_switch.weight.zero_()
+        model.generation_switch.bias.fill_(-50.0)
+    source, mask, source_extended, _ = batch()
+    decoded = model.generate(source, mask, bos_id=2, eos_id=3, max_len=6, source_extended=source_extended,
+                             block_repeated_trigrams=block)
+    assert len(decoded.tokens) == 2
+    for row, tokens in enumerate(decoded.tokens):
+        assert set(tokens) <= set(source_extended[row][mask[row]].tolist())
+        if block:
+            trigrams = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
+            assert len(set(trigrams)) == len(trigrams)
+    assert 7 in decoded.tokens[0] + decoded.tokens[1]

@@ -45,6 +45,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from sparse_tutorial._validation import check_mask
 from sparse_tutorial.attention import AdditiveScore, Attention, CoverageAdditiveScore
 from sparse_tutorial.coverage import coverage_loss, update_coverage
+from sparse_tutorial.decoding import Decoded, StepFn, beam_search
 from sparse_tutorial.regularizers import entropy_penalty
 
 _LOG_FLOOR = 1e-12
@@ -288,6 +289,62 @@ class PointerGenerator(nn.Module):
             torch.stack([s.p_gen for s in steps], dim=1),
             torch.stack([s.coverage for s in steps], dim=1),
         )
+
+
+    @torch.no_grad()
+    def generate(self, source: Tensor, source_mask: Tensor, bos_id: int, eos_id: int, max_len: int,
+                 source_extended: Tensor | None = None, n_extended: int | None = None, beam_size: int = 4,
+                 alpha: float = 1.0, block_repeated_trigrams: bool = False) -> Decoded:
+        """Beam search (:func:`sparse_tutorial.decoding.beam_search`, beam 4 as in See et al.) over the
+        extended vocabulary: a hypothesis may end in a copied OOV id, which the next step embeds as
+        ``<unk>``. With ``block_repeated_trigrams`` no hypothesis may repeat a trigram (Paulus et al. 2018).
+
+        Returns:
+            :class:`~sparse_tutorial.decoding.Decoded` with extended ids (map them back with the batch's
+            OOV lists) and the attention of every generated token.
+        """
+        encoded, state = self.encode(source, source_mask, source_extended, n_extended)
+
+        def step(tokens: Tensor, carried: tuple[DecoderState, EncoderOutput]) -> tuple[Tensor, tuple, Tensor]:
+            output = self.step(tokens, carried[0], carried[1])
+            return output.log_probs, (output.state, carried[1]), output.attention
+
+        decoder_step: StepFn = step
+        initial: tuple = (state, encoded)
+        if block_repeated_trigrams:
+            decoder_step = block_repeated_ngrams(step, n=3)
+            initial = (initial, source.new_empty(source.shape[0], 0))
+        return beam_search(decoder_step, initial, batch_size=source.shape[0], bos=bos_id, eos=eos_id,
+                           max_len=max_len, beam_size=beam_size, alpha=alpha, device=source.device)
+
+
+def block_repeated_ngrams(step: StepFn, n: int = 3) -> StepFn:
+    """Wrap a step function so that no hypothesis generates an n-gram it already contains.
+
+    The wrapped state is ``(inner_state, history)`` with ``history: (rows, t)`` the tokens fed so far (the
+    first is ``<s>``); beam search reorders it with the rest of the state. Before returning, every token
+    that would complete an n-gram already in the hypothesis gets log-probability −∞.
+    """
+    if n < 2:
+        raise ValueError(f"n must be >= 2, got {n}")
+
+    def blocked(tokens: Tensor, state: tuple[object, Tensor]) -> tuple[Tensor, tuple[object, Tensor], Tensor]:
+        inner, history = state
+        history = torch.cat([history, tokens.unsqueeze(1)], dim=1)
+        log_probs, inner, attention = step(tokens, inner)
+        generated = history[:, 1:]
+        length = generated.shape[1]
+        if length >= n - 1:
+            prefix = generated[:, length - n + 1:]  # the last n − 1 tokens
+            # windows[:, i] = generated[:, i : i + n − 1]; a match at i bans generated[:, i + n − 1]
+            windows = generated.unfold(1, n - 1, 1)[:, : length - n + 1]
+            matches = (windows == prefix.unsqueeze(1)).all(dim=-1)
+            rows, starts = matches.nonzero(as_tuple=True)
+            log_probs = log_probs.index_put((rows, generated[rows, starts + n - 1]),
+                                            log_probs.new_tensor(float("-inf")))
+        return log_probs, (inner, history), attention
+
+    return blocked
 
 
 def mix_copy_distribution(vocab_probs: Tensor, attention: Tensor, p_gen: Tensor, source_extended: Tensor,
