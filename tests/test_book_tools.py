@@ -1,0 +1,54 @@
+"""Tests of the chapter executor behind `make book` (sparse_tutorial/book_tools.py)."""
+import nbformat
+import pytest
+
+from sparse_tutorial.book_tools import ChapterError, execute_book, toc_documents, toc_notebooks
+
+
+def write_notebook(path, *sources):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+
+
+def test_toc_documents_follow_the_book_order(tmp_path):
+    (tmp_path / "book").mkdir()
+    for name in ("intro.md", "b.ipynb", "a.ipynb", "api.md"):
+        (tmp_path / "book" / name).write_text("{}")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n"
+        "  - caption: One\n    chapters:\n      - file: book/b\n      - file: book/a\n"
+        "  - caption: Two\n    chapters:\n      - file: book/api\n"
+    )
+    assert [path.name for path in toc_documents(tmp_path)] == ["intro.md", "b.ipynb", "a.ipynb", "api.md"]
+    assert [path.name for path in toc_notebooks(tmp_path)] == ["b.ipynb", "a.ipynb"]
+
+
+def test_toc_documents_name_a_missing_entry(tmp_path):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    with pytest.raises(FileNotFoundError, match="book/intro"):
+        toc_documents(tmp_path)
+
+
+def test_execute_book_stores_outputs_in_the_profile_without_cuda(tmp_path):
+    path = tmp_path / "chapter.ipynb"
+    write_notebook(path, "import os", "print(os.environ['SPARSE_TUTORIAL_PROFILE'], repr(os.environ['CUDA_VISIBLE_DEVICES']))")
+    seconds = execute_book([path], timeout=120, profile_name="full")
+    cells = nbformat.read(path, as_version=4).cells
+    assert [cell.execution_count for cell in cells] == [1, 2]
+    assert cells[1].outputs[0].text == "full ''\n"
+    assert seconds[path] > 0
+
+
+def test_execute_book_names_the_failing_chapter_and_keeps_it_unchanged(tmp_path):
+    path = tmp_path / "broken.ipynb"
+    write_notebook(path, "1 / 0")
+    before = path.read_text()
+    with pytest.raises(ChapterError, match="(?s)broken.ipynb.*ZeroDivisionError"):
+        execute_book([path], timeout=120)
+    assert path.read_text() == before
+
+
+def test_execute_book_rejects_an_unknown_profile(tmp_path):
+    with pytest.raises(ValueError, match="profile_name"):
+        execute_book([tmp_path / "x.ipynb"], profile_name="huge")
