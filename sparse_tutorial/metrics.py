@@ -1,0 +1,177 @@
+"""Evaluation measures of the sequence-to-sequence chapters (8-10).
+
+* :func:`corpus_bleu` -- case-insensitive corpus BLEU through ``sacrebleu``, with one reference per
+  sentence or several (a variable number is fine);
+* :func:`paired_bootstrap` -- significance of each system against a baseline by paired bootstrap
+  resampling (Koehn 2004), using ``sacrebleu``'s own implementation;
+* :func:`attention_entropy_per_token` -- the mean entropy of the attention distributions, one per target
+  token (the last column of Zhang et al.'s Table I);
+* :func:`hard_alignment`, :func:`aer` and :func:`saer` -- word-alignment quality of attention against gold
+  sure/possible links (Zhang et al. §VII-A-2, Table III).
+
+Alignments are sets of ``(source_index, target_index)`` pairs, 0-based. Attention matrices are
+``(tgt_len, src_len)``: row ``i`` is the distribution the model used to emit target token ``i``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence, Union
+
+import torch
+from sacrebleu.metrics import BLEU
+from sacrebleu.significance import PairedTest
+from torch import Tensor
+
+from sparse_tutorial.regularizers import entropy
+
+References = Union[Sequence[str], Sequence[Sequence[str]]]
+"""One reference string per hypothesis, or a list of reference strings per hypothesis."""
+Alignment = set[tuple[int, int]]
+"""A set of ``(source_index, target_index)`` links."""
+
+
+def _reference_streams(references: References, n: int) -> list[list[str | None]]:
+    """sacrebleu's layout: one *stream* per reference slot; ``None`` where a sentence has fewer refs."""
+    if len(references) != n:
+        raise ValueError(f"references must have one entry per hypothesis ({n}), got {len(references)}")
+    per_sentence = [[r] if isinstance(r, str) else list(r) for r in references]
+    if any(len(r) == 0 for r in per_sentence):
+        raise ValueError("references must hold at least one reference per hypothesis")
+    width = max(len(r) for r in per_sentence)
+    return [[r[k] if k < len(r) else None for r in per_sentence] for k in range(width)]
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: References, lowercase: bool = True,
+                tokenize: str = "13a") -> float:
+    """Corpus BLEU (0-100) of detokenised or space-tokenised strings.
+
+    Args:
+        hypotheses: one output string per sentence.
+        references: one reference string per sentence, or a list of references per sentence.
+        lowercase: case-insensitive BLEU, as in Zhang et al.
+        tokenize: sacrebleu tokenizer name (``"13a"`` default; ``"none"`` for pre-tokenised text).
+    """
+    streams = _reference_streams(references, len(hypotheses))
+    return BLEU(lowercase=lowercase, tokenize=tokenize).corpus_score(list(hypotheses), streams).score
+
+
+def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]], references: References,
+                     n_samples: int = 1000, seed: int = 12345, lowercase: bool = True,
+                     tokenize: str = "13a") -> dict[str, dict[str, float | None]]:
+    """Paired bootstrap resampling of BLEU for every system against ``baseline`` (sacrebleu ``bs`` test).
+
+    Returns:
+        ``{name: {"bleu", "mean", "ci", "p_value"}}`` for ``"baseline"`` and each system, where ``mean`` and
+        ``ci`` are the bootstrap mean and 95 % half-width, and ``p_value`` (``None`` for the baseline) is
+        sacrebleu's two-sided p-value of the BLEU difference: the share of resamples whose centred absolute
+        difference exceeds the observed one, ``(c + 1) / (n_samples + 1)``. (A system identical to the
+        baseline therefore gets the degenerate ``1 / (n_samples + 1)``; compare different outputs only.)
+    """
+    if "baseline" in systems:
+        raise ValueError("systems must not use the reserved name 'baseline'")
+    streams = _reference_streams(references, len(baseline))
+    named = [("baseline", list(baseline))] + [(k, list(v)) for k, v in systems.items()]
+    previous = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        test = PairedTest(named, {"BLEU": BLEU(lowercase=lowercase, tokenize=tokenize)}, streams,
+                          test_type="bs", n_samples=n_samples)
+        _, scores = test()
+    finally:
+        if previous is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = previous
+    return {name: {"bleu": r.score, "mean": r.mean, "ci": r.ci, "p_value": r.p_value}
+            for name, r in zip(scores["System"], scores["BLEU"])}
+
+
+def attention_entropy_per_token(weights: Tensor | Sequence[Tensor], target_mask: Tensor | None = None) -> float:
+    """Mean entropy (nats) of the attention distributions over all real target tokens.
+
+    Args:
+        weights: ``(batch, tgt_len, src_len)`` with ``target_mask: (batch, tgt_len)`` (True = real token),
+            or a list of ``(tgt_len_i, src_len_i)`` matrices (e.g. from decoding), every row counted.
+    """
+    if isinstance(weights, Tensor):
+        if weights.dim() != 3:
+            raise ValueError(f"weights must be (batch, tgt_len, src_len), got shape {tuple(weights.shape)}")
+        rows = entropy(weights, dim=-1)
+        if target_mask is not None:
+            if target_mask.shape != rows.shape:
+                raise ValueError(f"target_mask must have shape {tuple(rows.shape)}, got {tuple(target_mask.shape)}")
+            rows = rows[target_mask]
+    else:
+        rows = torch.cat([entropy(w, dim=-1).reshape(-1) for w in weights])
+    if rows.numel() == 0:
+        raise ValueError("weights hold no target token")
+    return rows.mean().item()
+
+
+def hard_alignment(attention: Tensor) -> Alignment:
+    """Hard links from soft attention: each target token ``i`` is linked to its most attended source word.
+
+    Args:
+        attention: ``(tgt_len, src_len)``.
+
+    Returns:
+        ``{(argmax_j attention[i, j], i) for every i}`` -- exactly one link per target token, the usual way
+        of reading alignments off attention (Tu et al. 2016); ties go to the first source position.
+    """
+    if attention.dim() != 2:
+        raise ValueError(f"attention must be (tgt_len, src_len), got shape {tuple(attention.shape)}")
+    return {(j, i) for i, j in enumerate(attention.argmax(dim=-1).tolist())}
+
+
+def aer(predicted: Sequence[Alignment], sure: Sequence[Alignment], possible: Sequence[Alignment]) -> float:
+    """Corpus alignment error rate (Och & Ney 2003): ``1 - (|A∩S| + |A∩P|) / (|A| + |S|)``.
+
+    Possible links include the sure ones (``P ⊇ S``; the union is taken, so passing only the extra
+    possible links is fine). Counts are summed over the corpus before dividing.
+    """
+    if not len(predicted) == len(sure) == len(possible):
+        raise ValueError(f"predicted, sure and possible must have the same length, got "
+                         f"{len(predicted)}, {len(sure)}, {len(possible)}")
+    a_s = a_p = n_a = n_s = 0
+    for a, s, p in zip(predicted, sure, possible):
+        p = p | s
+        a_s, a_p, n_a, n_s = a_s + len(a & s), a_p + len(a & p), n_a + len(a), n_s + len(s)
+    if n_a + n_s == 0:
+        raise ValueError("predicted and sure hold no link")
+    return 1.0 - (a_s + a_p) / (n_a + n_s)
+
+
+def _link_matrix(links: Alignment, shape: tuple[int, int]) -> Tensor:
+    matrix = torch.zeros(shape)
+    for j, i in links:
+        if not (0 <= i < shape[0] and 0 <= j < shape[1]):
+            raise ValueError(f"link (source {j}, target {i}) lies outside the attention matrix {shape}")
+        matrix[i, j] = 1.0
+    return matrix
+
+
+def saer(attention: Sequence[Tensor], sure: Sequence[Alignment], possible: Sequence[Alignment]) -> float:
+    """Soft alignment error rate, Zhang et al. eq. 23 (after Tu et al. 2016):
+
+    ``SAER = 1 - (|M_A ⊙ M_S| + |M_A ⊙ M_P|) / (|M_A| + |M_S|)``, where ``M_A`` is the attention matrix,
+    ``M_S``/``M_P`` hold 1 at sure/possible links (``P ⊇ S``) and ``|M|`` sums the entries. Summed over the
+    corpus. Every row of an attention matrix sums to 1, so ``|M_A|`` is the number of target tokens.
+
+    Args:
+        attention: one ``(tgt_len, src_len)`` matrix per sentence pair.
+    """
+    if not len(attention) == len(sure) == len(possible):
+        raise ValueError(f"attention, sure and possible must have the same length, got "
+                         f"{len(attention)}, {len(sure)}, {len(possible)}")
+    num = den = 0.0
+    for m_a, s, p in zip(attention, sure, possible):
+        m_a = m_a.detach().float().cpu()
+        m_s, m_p = _link_matrix(s, tuple(m_a.shape)), _link_matrix(p | s, tuple(m_a.shape))
+        num += (m_a * m_s).sum().item() + (m_a * m_p).sum().item()
+        den += m_a.sum().item() + m_s.sum().item()
+    if den == 0:
+        raise ValueError("attention and sure hold no mass")
+    return 1.0 - num / den
+
+
+__all__ = ["corpus_bleu", "paired_bootstrap", "attention_entropy_per_token", "hard_alignment", "aer", "saer"]
