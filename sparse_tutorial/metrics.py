@@ -7,7 +7,10 @@
 * :func:`attention_entropy_per_token` -- the mean entropy of the attention distributions, one per target
   token (the last column of Zhang et al.'s Table I);
 * :func:`hard_alignment`, :func:`aer` and :func:`saer` -- word-alignment quality of attention against gold
-  sure/possible links (Zhang et al. §VII-A-2, Table III).
+  sure/possible links (Zhang et al. §VII-A-2, Table III);
+* :func:`rouge`, :func:`lead_k`, :func:`split_sentences` and :func:`repeated_ngram_fraction` -- ROUGE F1
+  through ``rouge-score``, the Lead-k extractive baseline and the repetition measure of the summarization
+  chapter (10; Zhang et al. §VII-B, Table V).
 
 Alignments are sets of ``(source_index, target_index)`` pairs, 0-based. Attention matrices are
 ``(tgt_len, src_len)``: row ``i`` is the distribution the model used to emit target token ``i``.
@@ -15,9 +18,11 @@ Alignments are sets of ``(source_index, target_index)`` pairs, 0-based. Attentio
 from __future__ import annotations
 
 import os
+import re
 from typing import Sequence, Union
 
 import torch
+from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 from sacrebleu.significance import PairedTest
 from torch import Tensor
@@ -174,4 +179,83 @@ def saer(attention: Sequence[Tensor], sure: Sequence[Alignment], possible: Seque
     return 1.0 - num / den
 
 
-__all__ = ["corpus_bleu", "paired_bootstrap", "attention_entropy_per_token", "hard_alignment", "aer", "saer"]
+# ---------------------------------------------------------------------------------------- summarization
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+"""ROUGE variants reported by chapter 10: unigram, bigram, longest common subsequence (LCS) over the whole
+text, and the summary-level LCS over sentences (``rougeLsum``, which needs one sentence per line)."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split at ``.``, ``!`` or ``?`` followed by whitespace, and at newlines; drop empty pieces.
+
+    A plain rule, not a trained sentence splitter: "e.g. foo" is split after "e.g.". Good enough for Lead-k
+    and for ``rougeLsum``'s line breaks, and it keeps the library free of NLTK data downloads.
+    """
+    return [sentence.strip() for sentence in _SENTENCE_END.split(text.strip()) if sentence.strip()]
+
+
+def lead_k(document: str, k: int) -> str:
+    """The Lead-k extractive baseline: the first ``k`` sentences of ``document``, one per line.
+
+    Lead-3 is the classic CNN/Daily Mail baseline (See et al. 2017; Table V of Zhang et al. 2019); for
+    one-line references such as package synopses Lead-1 is the fairer comparison.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return "\n".join(split_sentences(document)[:k])
+
+
+def rouge(predictions: Sequence[str], references: Sequence[str],
+          rouge_types: Sequence[str] = ROUGE_TYPES) -> dict[str, float]:
+    """Corpus ROUGE: the mean over examples of each variant's F1, in percent, via ``rouge-score``.
+
+    Tokens are lowercased alphanumeric words with Porter stemming (``use_stemmer=True``, as the official
+    ROUGE-1.5.5 ``-m``). For ``rougeLsum`` both texts are put one sentence per line with
+    :func:`split_sentences` (``rouge-score`` reads sentences from newlines; we do not use its
+    ``split_summaries=True``, which needs NLTK's punkt data). Tables report ``ROUGE-L`` as ``rougeLsum``,
+    which is what the official script computes on multi-sentence summaries.
+
+    Args:
+        predictions: system summaries.
+        references: one reference per prediction.
+        rouge_types: any of :data:`ROUGE_TYPES`.
+
+    Returns:
+        ``{rouge_type: mean F1 × 100}``; 0 for an empty list.
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"predictions and references must have the same length, got {len(predictions)} "
+                         f"and {len(references)}")
+    unknown = sorted(set(rouge_types) - set(ROUGE_TYPES))
+    if unknown:
+        raise ValueError(f"rouge_types must be among {ROUGE_TYPES}, got {unknown}")
+    scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=True)
+    totals = dict.fromkeys(rouge_types, 0.0)
+    for prediction, reference in zip(predictions, references):
+        scores = scorer.score("\n".join(split_sentences(reference)), "\n".join(split_sentences(prediction)))
+        for rouge_type in rouge_types:
+            totals[rouge_type] += scores[rouge_type].fmeasure
+    return {rouge_type: 100 * total / max(len(predictions), 1) for rouge_type, total in totals.items()}
+
+
+def repeated_ngram_fraction(sequences: Sequence[Sequence[str]], n: int = 3) -> float:
+    """Share of the n-grams of the outputs that repeat an earlier n-gram of the *same* output.
+
+    See et al. (2017, Fig. 4) use it to show that coverage removes repetition: 0 means no output repeats
+    itself. Pooled over all outputs (long outputs weigh more); 0 when no output has n tokens.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    repeated = total = 0
+    for tokens in sequences:
+        ngrams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+        repeated += len(ngrams) - len(set(ngrams))
+        total += len(ngrams)
+    return repeated / total if total else 0.0
+
+
+__all__ = ["corpus_bleu", "paired_bootstrap", "attention_entropy_per_token", "hard_alignment", "aer", "saer",
+           "ROUGE_TYPES", "split_sentences", "lead_k", "rouge", "repeated_ngram_fraction"]
