@@ -45,7 +45,7 @@ class TrainConfig:
     Attributes:
         epochs: maximum number of passes over the training batches.
         lr: learning rate.
-        optimizer: ``"adam"`` or ``"sgd"``.
+        optimizer: ``"adam"``, ``"sgd"`` or ``"adagrad"`` (Sun & Lu, chapter 11).
         weight_decay: L2 weight decay of the optimizer.
         grad_clip: clip the global gradient L2 norm to this value; ``None`` = no clipping.
         patience: stop after this many epochs without a better dev score; ``None`` = never stop early.
@@ -75,8 +75,8 @@ class TrainConfig:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.optimizer not in ("adam", "sgd"):
-            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {self.optimizer!r}")
+        if self.optimizer not in ("adam", "sgd", "adagrad"):
+            raise ValueError(f"optimizer must be 'adam', 'sgd' or 'adagrad', got {self.optimizer!r}")
         if self.grad_clip is not None and self.grad_clip <= 0:
             raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip}")
         if self.patience is not None and self.patience < 1:
@@ -133,6 +133,8 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     params = [p for p in model.parameters() if p.requires_grad]
     if config.optimizer == "adam":
         return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+    if config.optimizer == "adagrad":
+        return torch.optim.Adagrad(params, lr=config.lr, weight_decay=config.weight_decay)
     return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
 
 

@@ -1,7 +1,8 @@
 """Experiment ``classification``: Sun & Lu (2020), explained in chapter 11.
 
 Holds what every Part III experiment shares -- a :class:`Task` (padded train/dev/test tensors, the
-vocabulary and per-token label counts), :func:`fit` (train, keep the epoch that is best on dev) and
+vocabulary and per-token label counts), :func:`fit` (the book's training loop, keeping the epoch that is
+best on dev) and
 :func:`accuracy` -- plus the pieces of chapter 11:
 
 * :func:`synthetic_task`: a corpus on which Sun & Lu's assumptions hold *exactly* (every token is
@@ -15,7 +16,6 @@ vocabulary and per-token label counts), :func:`fit` (train, keep the epoch that 
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -33,6 +33,7 @@ from sparse_tutorial.models.classifier import (
     sun_lu_config,
 )
 from sparse_tutorial.profiles import seed_everything
+from sparse_tutorial.training import TrainConfig, train
 
 AttentionSource = Callable[[Tensor, Tensor], Tensor]
 ExtraLoss = Callable[[AttentionClassifier, Tensor, Tensor, ClassifierOutput], Tensor]
@@ -70,6 +71,11 @@ class Task:
     @property
     def vocab_size(self) -> int:
         return len(self.itos)
+
+    def subset(self, train_size: int) -> Task:
+        """The same task with only the first ``train_size`` training examples (counts recomputed)."""
+        train = Split(*(t[:train_size] for t in self.train))
+        return Task(self.name, train, self.dev, self.test, self.itos, self.label_names)
 
     def token_classes(self) -> Tensor:
         """Sun & Lu's classes: γ thresholds (binary) or the footnote-9 share rule (multi-class)."""
@@ -152,7 +158,8 @@ class FitResult(NamedTuple):
 def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05, batch_size: int = 32,
         seed: int = 0, optimizer: str = "adagrad", weight_decay: float = 0.0, vtw_weight: float = 0.0,
         attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None) -> FitResult:
-    """Train a classifier and keep the epoch with the best dev accuracy (Sun & Lu's model selection).
+    """Train a classifier with :func:`sparse_tutorial.training.train`, keeping the best epoch on dev
+    (Sun & Lu's model selection). Runs on the CPU: these models are too small to gain from a GPU.
 
     ``optimizer`` is "adagrad" (Sun & Lu) or "adam" (Meister et al.); ``weight_decay`` is the L2
     regularisation Sun & Lu use for DP-L, DP-A and AD; ``vtw_weight`` adds ``vtw_weight · (VᵀW)²`` to the
@@ -162,30 +169,25 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
     """
     seed_everything(seed)
     model = AttentionClassifier(config)
-    optim_cls = {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam}[optimizer]
-    opt = optim_cls(model.parameters(), lr=lr, weight_decay=weight_decay)
     generator = torch.Generator().manual_seed(seed)
-    best = (-1.0, None, 0)
-    for epoch in range(1, epochs + 1):
-        model.train()
-        for ids, mask, labels in batches(task.train, batch_size, generator):
-            weights = attention_source(ids, mask) if attention_source is not None else None
-            output = model(ids, mask, attention_weights=weights)
-            loss = classification_loss(output.logits, labels)
-            if extra_loss is not None:
-                loss = loss + extra_loss(model, ids, mask, output)
-            if vtw_weight:
-                loss = loss + vtw_weight * model.vtw() ** 2
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-        dev = accuracy(model, task.dev, attention_source)
-        if dev > best[0]:
-            best = (dev, copy.deepcopy(model.state_dict()), epoch)
-    model.load_state_dict(best[1])
-    model.eval()
-    return FitResult(model, best[0], accuracy(model, task.test, attention_source), best[2], attention_source)
+
+    def loss_fn(model: AttentionClassifier, batch: tuple[Tensor, ...]) -> tuple[Tensor, dict[str, float]]:
+        ids, mask, labels = batch
+        weights = attention_source(ids, mask) if attention_source is not None else None
+        output = model(ids, mask, attention_weights=weights)
+        loss = classification_loss(output.logits, labels)
+        if extra_loss is not None:
+            loss = loss + extra_loss(model, ids, mask, output)
+        if vtw_weight:
+            loss = loss + vtw_weight * model.vtw() ** 2
+        return loss, {}
+
+    history = train(model, lambda epoch: batches(task.train, batch_size, generator), loss_fn,
+                    TrainConfig(epochs=epochs, lr=lr, optimizer=optimizer, weight_decay=weight_decay, seed=seed,
+                                device="cpu"),
+                    dev_fn=lambda model: accuracy(model, task.dev, attention_source))
+    return FitResult(model, history.best_dev, accuracy(model, task.test, attention_source),
+                     history.best_epoch + 1, attention_source)
 
 
 def uniform_attention(token_ids: Tensor, mask: Tensor) -> Tensor:
@@ -252,3 +254,4 @@ def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ..
                 rows.append({"task": task.name, "variant": variant, "lambda": lam, "seed": seed,
                              "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy})
     return rows
+
