@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 StepFn = Callable[[Tensor, Any], "tuple[Tensor, Any, Tensor | None]"]
+"""``step(tokens, state) -> (log_probs, new_state, attention)``, as described at the top of this module."""
 ReorderFn = Callable[[Any, Tensor], Any]
 
 

@@ -50,7 +50,7 @@ class TrainConfig:
         grad_clip: clip the global gradient L2 norm to this value; ``None`` = no clipping.
         patience: stop after this many epochs without a better dev score; ``None`` = never stop early.
         seed: seeds Python, NumPy and PyTorch at the start of training.
-        device: ``"cpu"``, ``"cuda"``, a :class:`torch.device`, or ``None`` for :func:`default_device`.
+        device: ``"cpu"``, ``"cuda"``, a :class:`torch.device`, or ``None`` for :func:`~sparse_tutorial.profiles.default_device`.
         amp: mixed precision (float16 autocast + gradient scaling); ignored unless the device is CUDA.
         checkpoint_path: write a checkpoint here after every epoch and resume from it when it exists.
         progress: show a tqdm progress bar.
