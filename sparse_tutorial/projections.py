@@ -63,7 +63,7 @@ def _validated_row_max(scores: Tensor, dim: int) -> tuple[Tensor, Tensor, Tensor
 
 
 def _masked_softmax(z: Tensor, empty: Tensor, dim: int) -> Tensor:
-    """``torch.softmax`` of shifted scores where all-masked slices give zeros and a zero gradient.
+    """``torch.softmax`` of scores ``z`` where all-masked slices give zeros and a zero gradient.
 
     ``torch.softmax`` of an all ``-inf`` slice is NaN forward and backward, so such slices are replaced by
     zeros before and after it (``masked_fill`` passes no gradient to the filled entries).
@@ -82,9 +82,9 @@ def softmax(scores: Tensor, dim: int = -1) -> Tensor:
     Returns:
         weights of the shape and dtype of ``scores``; an all ``-inf`` slice gives zeros (not NaN).
     """
-    x, row_max, empty = _validated_row_max(scores, dim)
-    z = x - row_max
-    return _masked_softmax(z, empty, dim).to(scores.dtype)
+    x, _, empty = _validated_row_max(scores, dim)
+    # torch.softmax subtracts the row max itself, so huge finite scores are safe without a shift here.
+    return _masked_softmax(x, empty, dim).to(scores.dtype)
 
 
 def softmax_with_temperature(scores: Tensor, temperature: float = 1.0, dim: int = -1) -> Tensor:
