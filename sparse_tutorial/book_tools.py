@@ -82,17 +82,18 @@ def execute_notebook(path: Path, timeout: int = 1800, kernel_name: str = "python
 
     Args:
         path: the ``.ipynb`` file; it is overwritten with the new outputs only when every cell succeeded.
-        timeout: seconds any single cell may run.
+        timeout: seconds the whole notebook may run (each cell gets what is left of it).
         kernel_name: the Jupyter kernel to start.
 
     Raises:
         CellExecutionError: a cell raised; the message names the cell and the error.
-        CellTimeoutError: a cell ran longer than ``timeout``.
+        CellTimeoutError: the notebook ran longer than ``timeout``.
     """
     notebook = nbformat.read(path, as_version=4)
+    deadline = time.monotonic() + timeout
     client = NotebookClient(
         notebook,
-        timeout=timeout,
+        timeout_func=lambda cell: max(1, round(deadline - time.monotonic())),
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("list", help="print the chapters of _toc.yml that are notebooks, in book order")
     execute = commands.add_parser("execute", help="execute chapters in place (default: every chapter)")
     execute.add_argument("paths", nargs="*", type=Path, help="notebooks to execute (default: all of _toc.yml)")
-    execute.add_argument("--timeout", type=int, default=1800, help="seconds one cell may run (default 1800)")
+    execute.add_argument("--timeout", type=int, default=1800, help="seconds one notebook may run (default 1800)")
     execute.add_argument("--profile", choices=PROFILES, default="quick", help="run profile (default quick)")
     execute.add_argument("--gpu", action="store_true", help="let the kernels see the GPU (default: CPU only)")
     args = parser.parse_args(argv)

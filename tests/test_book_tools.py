@@ -52,3 +52,10 @@ def test_execute_book_names_the_failing_chapter_and_keeps_it_unchanged(tmp_path)
 def test_execute_book_rejects_an_unknown_profile(tmp_path):
     with pytest.raises(ValueError, match="profile_name"):
         execute_book([tmp_path / "x.ipynb"], profile_name="huge")
+
+
+def test_execute_book_stops_a_chapter_past_its_time_budget(tmp_path):
+    path = tmp_path / "slow.ipynb"
+    write_notebook(path, "import time; time.sleep(1.5)", "time.sleep(1.5)", "time.sleep(1.5)")
+    with pytest.raises(ChapterError, match="slow.ipynb"):
+        execute_book([path], timeout=3)  # every cell fits in 3 s, the three together do not
