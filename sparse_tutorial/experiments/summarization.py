@@ -1,0 +1,431 @@
+"""Experiment ``summarization``: Zhang et al. (2019) §VI-B / §VII-B, Table V, explained in chapter 10.
+
+Abstractive summarization of Debian package descriptions: the long description (a paragraph) is the
+document, the one-line synopsis is the reference summary. The systems are those of Table V, all built from
+:class:`~sparse_tutorial.models.pointer_generator.PointerGenerator`:
+
+=============================  =======  ========  ===============  =================
+system                         pointer  coverage  coverage weight  entropy weight λ
+=============================  =======  ========  ===============  =================
+ABS                            no       no        0                0
+ABS+Pointer                    yes      no        0                0
+ABS+Pointer+Ent (λ)            yes      no        0                0.01, 0.02, 0.04
+ABS+Pointer+Cov                yes      yes       1                0
+ABS+Pointer+Cov+Ent (λ=0.02)   yes      yes       1                0.02
+=============================  =======  ========  ===============  =================
+
+plus the extractive Lead-1 and Lead-3 baselines (:func:`sparse_tutorial.metrics.lead_k`).
+
+Every trained system is decoded with beam search (beam 4) and scored with ROUGE-1/2/L F1; we also measure
+what the three mechanisms are meant to change: the share of ``<unk>`` in the outputs (the pointer copies
+out-of-vocabulary words instead), the share of repeated n-grams (coverage), and the attention entropy per
+target token (the entropy regularizer).
+
+``python -m sparse_tutorial.experiments summarization --profile full --seeds 3`` writes
+``book/results/summarization.json``.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sparse_tutorial.data.text import UNK, Vocabulary, tokenize
+from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge
+from sparse_tutorial.models.pointer_generator import (
+    PointerGenerator,
+    PointerGeneratorConfig,
+    extend_source,
+    extend_target,
+    pointer_generator_loss,
+)
+from sparse_tutorial.profiles import default_device, seed_everything
+from sparse_tutorial.training import History, TrainConfig, train
+
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of Table V: which parts of the pointer-generator are switched on, and the loss weights."""
+
+    pointer: bool
+    coverage: bool = False
+    coverage_weight: float = 0.0  # See et al. use 1
+    entropy_weight: float = 0.0  # λ of Zhang et al.'s minimum-entropy regularizer
+
+
+SYSTEMS: dict[str, System] = {
+    "ABS": System(pointer=False),
+    "ABS+Pointer": System(pointer=True),
+    "ABS+Pointer+Ent (λ=0.01)": System(pointer=True, entropy_weight=0.01),
+    "ABS+Pointer+Ent (λ=0.02)": System(pointer=True, entropy_weight=0.02),
+    "ABS+Pointer+Ent (λ=0.04)": System(pointer=True, entropy_weight=0.04),
+    "ABS+Pointer+Cov": System(pointer=True, coverage=True, coverage_weight=1.0),
+    "ABS+Pointer+Cov+Ent (λ=0.02)": System(pointer=True, coverage=True, coverage_weight=1.0, entropy_weight=0.02),
+}
+"""Table V of Zhang et al. (2019), in its order (their Cov+Ent is best with λ = 0.02, Ent alone with 0.04)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Corpus slice, model and training sizes of one profile."""
+
+    n_train: int  # training pairs (the rest of the corpus is never touched)
+    n_dev: int
+    n_test: int
+    max_source_len: int  # tokens of the description kept (See et al. truncate articles to 400)
+    max_target_len: int  # tokens of the synopsis kept, and the decoding limit
+    vocab_size: int  # fixed vocabulary incl. specials; everything else is an OOV the pointer may copy
+    embedding_dim: int
+    hidden_dim: int
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    beam_size: int
+    systems: tuple[str, ...]  # which rows of SYSTEMS are trained
+    headline: tuple[str, ...]  # rows run with every seed (the others with the first seed only)
+
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(n_train=3000, n_dev=200, n_test=200, max_source_len=48, max_target_len=12,
+                   vocab_size=2000, embedding_dim=48, hidden_dim=64, epochs=4, batch_size=32,
+                   learning_rate=3e-3, beam_size=4,
+                   systems=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Ent (λ=0.04)"),
+                   headline=()),
+    "medium-cpu": Sizes(n_train=20000, n_dev=500, n_test=1000, max_source_len=80, max_target_len=14,
+                    vocab_size=8000, embedding_dim=96, hidden_dim=128, epochs=8, batch_size=32,
+                    learning_rate=2e-3, beam_size=4, systems=tuple(SYSTEMS),
+                    headline=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Cov+Ent (λ=0.02)")),
+    "full": Sizes(n_train=60000, n_dev=1000, n_test=2000, max_source_len=120, max_target_len=16,
+                  vocab_size=20000, embedding_dim=128, hidden_dim=256, epochs=15, batch_size=16,
+                  learning_rate=1e-3, beam_size=4, systems=tuple(SYSTEMS),
+                  headline=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Cov+Ent (λ=0.02)")),
+}
+"""``quick`` runs in about two minutes on two CPU cores; ``medium-cpu`` (hours on one CPU core) stands in for
+``full`` (paper-like sizes, meant for a GPU)."""
+
+
+PROFILES = ("quick", "medium-cpu", "full")
+"""``medium-cpu`` is the CPU stand-in for ``full`` when no GPU is at hand; its JSON says so."""
+
+
+class Example(NamedTuple):
+    """One document–summary pair, raw and tokenized (truncated to the profile's lengths)."""
+
+    document: str
+    summary: str
+    source: list[str]
+    target: list[str]
+
+
+@dataclass
+class SummarizationData:
+    """Tokenized splits, the vocabulary built on the training split, and where the text came from."""
+
+    train: list[Example]
+    dev: list[Example]
+    test: list[Example]
+    vocab: Vocabulary
+    corpus: dict[str, Any]
+
+
+def make_examples(pairs: Sequence[tuple[str, str]], sizes: Sizes) -> list[Example]:
+    """``(document, summary)`` pairs -> :class:`Example` with lower-cased tokens, truncated to the profile."""
+    return [Example(document, summary, tokenize(document)[: sizes.max_source_len],
+                    tokenize(summary)[: sizes.max_target_len]) for document, summary in pairs]
+
+
+def build_data(train: Sequence[tuple[str, str]], dev: Sequence[tuple[str, str]], test: Sequence[tuple[str, str]],
+               sizes: Sizes, corpus: dict[str, Any]) -> SummarizationData:
+    """The first ``n_train``/``n_dev``/``n_test`` pairs of each split, tokenized, and a vocabulary of the
+    ``vocab_size`` most frequent training tokens (sources and summaries together, as See et al.)."""
+    splits = [make_examples(pairs[:n], sizes) for pairs, n in
+              ((train, sizes.n_train), (dev, sizes.n_dev), (test, sizes.n_test))]
+    vocab = Vocabulary.build((tokens for example in splits[0] for tokens in (example.source, example.target)),
+                             max_size=sizes.vocab_size)
+    return SummarizationData(*splits, vocab=vocab, corpus=corpus)
+
+
+class SummaryBatch(NamedTuple):
+    """Padded tensors of a batch in the pointer-generator's extended vocabulary (all batch-first)."""
+
+    source: Tensor  # (batch, src_len) fixed-vocabulary ids, OOV = <unk>
+    source_extended: Tensor  # (batch, src_len) the k-th OOV of a row is vocab_size + k
+    source_mask: Tensor  # (batch, src_len) bool, True = real token
+    n_extended: int  # vocab_size + the largest number of OOVs of a row
+    target_input: Tensor  # (batch, tgt_len) <s> y_1 … y_{n−1}, extended ids
+    target: Tensor  # (batch, tgt_len) y_1 … y_n </s>, extended ids
+    target_mask: Tensor  # (batch, tgt_len) bool
+    oovs: list[list[str]]  # per row, the words behind the extended ids
+
+    def to(self, device: torch.device) -> "SummaryBatch":
+        moved = [value.to(device) if isinstance(value, Tensor) else value for value in self]
+        return SummaryBatch(*moved)
+
+
+def make_batch(examples: Sequence[Example], vocab: Vocabulary) -> SummaryBatch:
+    """Tensors of a batch: extended ids for copying (:func:`extend_source`, :func:`extend_target`), padding."""
+    token_to_id, unk, pad, bos, eos = vocab.token_to_id, vocab.unk_id, vocab.pad_id, vocab.bos_id, vocab.eos_id
+    sources, targets, oov_lists = [], [], []
+    for example in examples:
+        ids, extended, oovs = extend_source(example.source, token_to_id, unk)
+        sources.append((ids, extended))
+        targets.append(extend_target(example.target, token_to_id, unk, oovs) + [eos])
+        oov_lists.append(oovs)
+    batch, src_len, tgt_len = len(examples), max(len(s[0]) for s in sources), max(len(t) for t in targets)
+    source = torch.full((batch, src_len), pad)
+    source_extended = torch.full((batch, src_len), pad)
+    target = torch.full((batch, tgt_len), pad)
+    for row, ((ids, extended), tgt) in enumerate(zip(sources, targets)):
+        source[row, : len(ids)] = torch.tensor(ids)
+        source_extended[row, : len(ids)] = torch.tensor(extended)
+        target[row, : len(tgt)] = torch.tensor(tgt)
+    source_mask = torch.arange(src_len) < torch.tensor([len(s[0]) for s in sources]).unsqueeze(1)
+    target_mask = torch.arange(tgt_len) < torch.tensor([len(t) for t in targets]).unsqueeze(1)
+    target_input = torch.cat([torch.full((batch, 1), bos), target[:, :-1]], dim=1)
+    n_extended = len(token_to_id) + max(len(oovs) for oovs in oov_lists)
+    return SummaryBatch(source, source_extended, source_mask, n_extended, target_input, target, target_mask,
+                        oov_lists)
+
+
+def make_batches(examples: Sequence[Example], vocab: Vocabulary, batch_size: int,
+                 seed: int | None = None) -> list[SummaryBatch]:
+    """Batches of similar source length (less padding); shuffled batch order when ``seed`` is given."""
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].source))
+    chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    if seed is not None:
+        chunks = [chunks[i] for i in np.random.default_rng(seed).permutation(len(chunks))]
+    return [make_batch([examples[i] for i in chunk], vocab) for chunk in chunks]
+
+
+def build_model(system: System, sizes: Sizes, vocab: Vocabulary) -> PointerGenerator:
+    """The pointer-generator configured as ``system`` at the profile's size."""
+    return PointerGenerator(PointerGeneratorConfig(
+        vocab_size=len(vocab), embedding_dim=sizes.embedding_dim, hidden_dim=sizes.hidden_dim,
+        attention_dim=sizes.hidden_dim, pointer=system.pointer, coverage=system.coverage,
+        pad_id=vocab.pad_id, unk_id=vocab.unk_id))
+
+
+def batch_loss(model: PointerGenerator, batch: SummaryBatch, system: System) -> tuple[Tensor, dict[str, float]]:
+    """Teacher-forced loss of one batch (see :func:`pointer_generator_loss`)."""
+    output = model(batch.source, batch.source_mask, batch.target_input, batch.source_extended, batch.n_extended)
+    return pointer_generator_loss(output, model.output_ids(batch.target), batch.target_mask,
+                                  coverage_weight=system.coverage_weight, entropy_weight=system.entropy_weight)
+
+
+def train_system(system: System, sizes: Sizes, train_examples: Sequence[Example], dev_examples: Sequence[Example],
+                 vocab: Vocabulary, seed: int, device: torch.device | None = None,
+                 progress: bool = False) -> tuple[PointerGenerator, History]:
+    """Train one system with :func:`sparse_tutorial.training.train`, keeping the epoch of lowest dev NLL.
+
+    The batches are reshuffled every epoch (reproducibly, from ``seed``); the dev score is the negative
+    per-token NLL of the references (cheap, and it is what the model optimises apart from the regularizers).
+    """
+    seed_everything(seed)
+    model = build_model(system, sizes, vocab)
+    train_batches = make_batches(train_examples, vocab, sizes.batch_size)
+    dev_batches = make_batches(dev_examples, vocab, sizes.batch_size)
+
+    def shuffled(epoch: int) -> list[SummaryBatch]:
+        order = np.random.default_rng([seed, epoch]).permutation(len(train_batches))
+        return [train_batches[i] for i in order]
+
+    def dev_score(model: PointerGenerator) -> float:
+        device = next(model.parameters()).device
+        total = tokens = 0.0
+        for batch in dev_batches:
+            batch = batch.to(device)
+            _, stats = batch_loss(model, batch, system)
+            n = float(batch.target_mask.sum())
+            total, tokens = total + stats["nll"] * n, tokens + n
+        return -total / tokens
+
+    config = TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, grad_clip=2.0, seed=seed,
+                         device=device, progress=progress)
+    history = train(model, shuffled, lambda m, b: batch_loss(m, b, system), config, dev_fn=dev_score)
+    return model, history
+
+
+class Summary(NamedTuple):
+    """A decoded summary with what produced each of its tokens."""
+
+    tokens: list[str]  # without </s>; copied OOVs are their source words
+    attention: Tensor  # (len(tokens), src_len) attention when each token was produced
+    p_gen: Tensor  # (len(tokens),) generation probability at each token (1 everywhere for ABS)
+
+
+def ids_to_tokens(ids: Sequence[int], itos: Sequence[str], oovs: Sequence[str]) -> list[str]:
+    """Extended ids -> words: ids beyond the vocabulary are this source's OOVs."""
+    return [itos[i] if i < len(itos) else oovs[i - len(itos)] for i in ids]
+
+
+def copied_mask(summary: Summary, source: Sequence[str], threshold: float = 0.5) -> list[bool]:
+    """Which tokens were (mostly) copied: the word occurs in the source and ``1 − p_gen ≥ threshold``."""
+    present = set(source)
+    return [token in present and 1 - float(p) >= threshold for token, p in zip(summary.tokens, summary.p_gen)]
+
+
+def highlight_copies(summary: Summary, source: Sequence[str], threshold: float = 0.5) -> str:
+    """Markdown with copied tokens in bold (see :func:`copied_mask`)."""
+    return " ".join(f"**{token}**" if copied else token
+                    for token, copied in zip(summary.tokens, copied_mask(summary, source, threshold)))
+
+
+def summarize(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary, sizes: Sizes, block_repeated_trigrams: bool = False) -> list[Summary]:
+    """Beam-search summaries of ``examples`` (in order), each with the attention and ``p_gen`` of its tokens.
+
+    Beam search returns token ids; a teacher-forced pass over those outputs then gives, exactly, the
+    attention and ``p_gen`` with which each token was produced.
+    """
+    device = next(model.parameters()).device
+    bos, eos = vocab.bos_id, vocab.eos_id
+    summaries: list[Summary] = []
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(examples), sizes.batch_size):
+            chunk = examples[start:start + sizes.batch_size]
+            batch = make_batch(chunk, vocab).to(device)
+            decoded = model.generate(batch.source, batch.source_mask, bos, eos, sizes.max_target_len,
+                                     batch.source_extended, batch.n_extended, beam_size=sizes.beam_size,
+                                     block_repeated_trigrams=block_repeated_trigrams)
+            lengths = [len(ids) for ids in decoded.tokens]
+            target_input = torch.full((len(chunk), max(max(lengths), 1)), vocab.pad_id, device=device)
+            target_input[:, 0] = bos
+            for row, ids in enumerate(decoded.tokens):
+                target_input[row, 1:len(ids)] = torch.tensor(ids[:-1], dtype=torch.long, device=device)
+            output = model(batch.source, batch.source_mask, target_input, batch.source_extended, batch.n_extended)
+            for row, ids in enumerate(decoded.tokens):
+                src_len = int(batch.source_mask[row].sum())
+                summaries.append(Summary(ids_to_tokens(ids, vocab.itos, batch.oovs[row]),
+                                         output.attention[row, :len(ids), :src_len].cpu(),
+                                         output.p_gen[row, :len(ids)].cpu()))
+    return summaries
+
+
+def reference_entropy(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary,
+                      sizes: Sizes) -> float:
+    """Attention entropy per target token (nats) when the model reads the references (teacher forcing),
+    the quantity of the last column of Zhang et al.'s Table I."""
+    device = next(model.parameters()).device
+    weights, masks = [], []
+    model.eval()
+    with torch.no_grad():
+        for batch in make_batches(examples, vocab, sizes.batch_size):
+            batch = batch.to(device)
+            output = model(batch.source, batch.source_mask, batch.target_input, batch.source_extended,
+                           batch.n_extended)
+            weights.extend(output.attention[row][batch.target_mask[row]][:, batch.source_mask[row]].cpu()
+                           for row in range(len(batch.oovs)))
+    return attention_entropy_per_token(weights)
+
+
+def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary, sizes: Sizes) -> tuple[dict[str, float], list[Summary]]:
+    """ROUGE of the beam-search summaries and the three quantities the mechanisms are meant to change.
+
+    Returns ``(metrics, summaries)`` with metrics (percentages are in [0, 100]):
+
+    * ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` -- F1 against the untruncated synopses;
+    * ``unk_percent`` -- share of output tokens that are ``<unk>``; ``unk_percent_oov`` -- the same on the
+      *OOV-heavy* test documents, those whose synopsis contains a word outside the vocabulary that the
+      document contains (a pointer can copy it, the ABS baseline cannot);
+    * ``repeated_bigrams_percent``, ``repeated_trigrams_percent`` -- n-grams repeating an earlier one of
+      the same summary (what coverage is meant to remove);
+    * ``entropy_per_token`` -- attention entropy per reference token (teacher forcing);
+    * ``copy_percent`` -- mean ``1 − p_gen`` over output tokens (0 for ABS); ``length`` -- mean tokens.
+    """
+    summaries = summarize(model, examples, vocab, sizes)
+    outputs = [summary.tokens for summary in summaries]
+    scores = rouge([" ".join(tokens) for tokens in outputs], [example.summary for example in examples])
+    oov_heavy = [i for i, example in enumerate(examples) if copyable_oovs(example, vocab)]
+    n_tokens = max(sum(len(tokens) for tokens in outputs), 1)
+    metrics = {
+        **scores,
+        "unk_percent": 100 * sum(tokens.count(UNK) for tokens in outputs) / n_tokens,
+        "unk_percent_oov": 100 * sum(outputs[i].count(UNK) for i in oov_heavy)
+        / max(sum(len(outputs[i]) for i in oov_heavy), 1),
+        "repeated_bigrams_percent": 100 * repeated_ngram_fraction(outputs, 2),
+        "repeated_trigrams_percent": 100 * repeated_ngram_fraction(outputs, 3),
+        "entropy_per_token": reference_entropy(model, examples, vocab, sizes),
+        "copy_percent": 100 * float(sum((1 - summary.p_gen).sum() for summary in summaries)) / n_tokens,
+        "length": sum(len(tokens) for tokens in outputs) / max(len(outputs), 1),
+    }
+    return metrics, summaries
+
+
+def copyable_oovs(example: Example, vocab: Vocabulary) -> list[str]:
+    """Words of the reference that are out of the vocabulary but in the document: only a pointer gets them."""
+    source = set(example.source)
+    return [token for token in example.target if token not in vocab and token in source]
+
+
+def lead_baselines(examples: Sequence[Example]) -> dict[str, dict[str, float]]:
+    """ROUGE of Lead-1 and Lead-3 (:func:`~sparse_tutorial.metrics.lead_k`) on the untruncated documents."""
+    references = [example.summary for example in examples]
+    return {f"Lead-{k}": rouge([lead_k(example.document, k) for example in examples], references)
+            for k in (1, 3)}
+
+
+class SystemRun(NamedTuple):
+    """One trained system and what it produced on the test set."""
+
+    model: PointerGenerator
+    history: History
+    metrics: dict[str, float]
+    summaries: list[Summary]
+
+
+def run_system(name: str, data: SummarizationData, sizes: Sizes, seed: int = 0,
+               device: torch.device | None = None, progress: bool = False) -> SystemRun:
+    """Train system ``name`` of :data:`SYSTEMS` with ``seed`` and evaluate it on ``data.test``."""
+    if name not in SYSTEMS:
+        raise ValueError(f"name must be one of {list(SYSTEMS)}, got {name!r}")
+    model, history = train_system(SYSTEMS[name], sizes, data.train, data.dev, data.vocab, seed, device,
+                                  progress)
+    metrics, summaries = evaluate(model, data.test, data.vocab, sizes)
+    return SystemRun(model, history, metrics, summaries)
+
+
+def _rounded(values: dict[str, float], digits: int = 4) -> dict[str, float]:
+    return {key: float(f"{value:.{digits}g}") for key, value in values.items()}
+
+
+def _mean_std(runs: list[dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
+    keys = [key for key in runs[0] if key not in ("seed", "best_epoch")]
+    values = {key: np.array([run[key] for run in runs], dtype=float) for key in keys}
+    return (_rounded({key: v.mean() for key, v in values.items()}),
+            _rounded({key: v.std(ddof=1) if len(v) > 1 else 0.0 for key, v in values.items()}))
+
+
+def run(profile: str = "quick", seeds: int = 1, n_examples: int = 4) -> dict[str, Any]:
+    """Train and evaluate every system of the profile; the dict that ``book/results/summarization.json`` holds.
+
+    Headline systems (``Sizes.headline``) are trained with seeds ``0 … seeds − 1``, the others with seed 0.
+    ``examples`` holds the first ``n_examples`` test documents with every system's seed-0 summary, copied
+    words in bold.
+    """
+    sizes = SIZES[profile]
+    data = load_data(sizes)
+    systems: dict[str, Any] = {}
+    examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}}
+                for ex in data.test[:n_examples]]
+    for name in sizes.systems:
+        runs = []
+        for seed in range(seeds if name in sizes.headline else 1):
+            tic = time.perf_counter()
+            result = run_system(name, data, sizes, seed)
+            runs.append({"seed": seed, **_rounded(result.metrics), "best_epoch": result.history.best_epoch,
+                         "train_and_eval_seconds": round(time.perf_counter() - tic, 1)})
+            if seed == 0:
+                for example, test, summary in zip(examples, data.test, result.summaries):
+                    example["summaries"][name] = highlight_copies(summary, test.source)
+        mean, std = _mean_std(runs)
+        systems[name] = {"system": asdict(SYSTEMS[name]), "runs": runs, "mean": mean, "std": std}
+    return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": platform.processor() or platform.machine(),
+            "device": str(default_device()), "systems": systems,
+            "lead": {name: _rounded(scores) for name, scores in lead_baselines(data.test).items()},
+            "examples": examples}
