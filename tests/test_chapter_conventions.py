@@ -2,7 +2,8 @@
 
 The first code cell installs the library from the repository only when it is missing, with no pinned
 versions (pins break on Colab's preinstalled stack), applies the shared plot style and seeds the run; a
-chapter that trains (Parts II and III) has a cell tagged ``parameters`` that sets ``PROFILE``. The README's
+chapter that trains (Parts II and III) says above its first code cell how long the quick (CPU) and full
+(GPU) profiles take, and has a cell tagged ``parameters`` that sets ``PROFILE``. The README's
 and the intro's library examples run as printed.
 """
 import re
@@ -42,6 +43,12 @@ def test_experiment_chapters_have_a_profile_parameter_cell(path):
     tagged = [cell.source for cell in code_sources(path) if "parameters" in cell.metadata.get("tags", [])]
     assert tagged and "PROFILE" in tagged[0], f"{path.name}: needs a cell tagged `parameters` setting PROFILE"
     assert "default_device()" in code_sources(path)[0].source, f"{path.name}: pick the device with default_device()"
+    cells = nbformat.read(path, as_version=4).cells
+    first_code = next(index for index, cell in enumerate(cells) if cell.cell_type == "code")
+    note = " ".join(cell.source for cell in cells[:first_code] if cell.cell_type == "markdown")
+    assert re.search(r"quick.*\d+\s*(s|seconds?|min|minutes?|h|hours?)\b", note, re.DOTALL | re.IGNORECASE) and re.search(
+        r"full.*\d+\s*(s|seconds?|min|minutes?|h|hours?)\b", note, re.DOTALL | re.IGNORECASE
+    ), f"{path.name}: say above the first code cell how long the quick (CPU) and full (GPU) profiles take"
 
 
 def python_blocks(markdown: Path) -> list[str]:
