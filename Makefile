@@ -18,7 +18,8 @@ MATHJAX := .mathjax/mathjax/es5/tex-chtml.js
 CHAPTER_TIMEOUT ?= 1800
 # `PROFILE=full make book` executes the chapters at full size (meant for a GPU machine, add GPU=1).
 PROFILE ?= quick
-BUILD_FLAGS := -W -n --keep-going
+# --all: Sphinx re-reads every page, so warnings of unchanged pages are not hidden by an incremental build.
+BUILD_FLAGS := --all -W -n --keep-going
 
 .PHONY: book html test data browser clean
 
