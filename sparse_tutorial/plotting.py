@@ -63,6 +63,7 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool | None = None,
     vmax: float | None = 1.0,
+    colorbar: bool = True,
 ) -> Axes:
     """Draw attention weights as a heatmap, source tokens on the x axis and target tokens on the y axis.
 
@@ -76,6 +77,8 @@ def attention_heatmap(
         annotate: write each weight in its cell; by default only when the matrix has at most 12 columns
             and 12 rows. Exact zeros are written as ``0`` so sparsity is visible.
         vmax: top of the colour scale (weights lie in [0, 1]); ``None`` scales to the largest weight.
+        colorbar: draw the colour bar; turn it off in a grid of heatmaps that share ``vmax`` (one bar,
+            e.g. ``fig.colorbar(axes[0].collections[0], ax=axes)``, then serves them all).
 
     Returns:
         The axes drawn on.
@@ -109,7 +112,8 @@ def attention_heatmap(
         linewidths=0.5,
         linecolor="white",
         square=False,
-        cbar_kws={"label": "attention weight"},
+        cbar=colorbar,
+        cbar_kws={"label": "attention weight"} if colorbar else None,
     )
     ax.set_xlabel("source")
     ax.set_ylabel("target")

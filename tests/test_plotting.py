@@ -51,6 +51,14 @@ def test_heatmap_accepts_a_batch_of_one_and_draws_on_given_axes():
     assert np.asarray(ax.collections[0].get_array()).size == 8
 
 
+def test_heatmap_colour_bar_can_be_left_out_for_grids():
+    fig, (left, right) = plt.subplots(1, 2)
+    attention_heatmap(torch.ones(2, 2) / 2, ["a", "b"], ax=left)
+    attention_heatmap(torch.ones(2, 2) / 2, ["a", "b"], ax=right, colorbar=False)
+    assert len(fig.axes) == 3
+    assert fig.axes[2].get_ylabel() == "attention weight"
+
+
 def test_heatmap_names_mismatched_labels():
     with pytest.raises(ValueError, match="src_tokens"):
         attention_heatmap(torch.ones(2, 3) / 3, ["a", "b"], ["x", "y"])
