@@ -1,0 +1,97 @@
+"""What every loader returns: a :class:`Corpus` of train/dev/test examples, its provenance and parse report.
+
+Splits are fixed by a seed and independent of library versions: every example has a *key* (its text, or
+its id), the examples are ordered by ``sha256(f"{seed}:{key}")``, and the first ``round(test_fraction * n)``
+go to test, the next ``round(dev_fraction * n)`` to dev, the rest to train (each split then keeps the
+corpus's own order). Because the position depends only on the example's own key, a corpus that gains or
+loses a few examples (apt descriptions change over time) keeps most of its split assignments.
+
+Parsing counts everything it does not keep: :class:`ParseReport` holds the number of records read, the
+malformed ones (with their first line numbers) and those dropped by a documented filter, per reason.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from sparse_tutorial.data.cache import Provenance
+
+T = TypeVar("T")
+
+
+class EmptyCorpusError(ValueError):
+    """Parsing produced no examples (wrong file, or every record malformed or filtered)."""
+
+
+@dataclass
+class ParseReport:
+    """Counts of one parse: ``records`` read, ``kept``, ``malformed`` (first line numbers in
+    ``malformed_lines``), and examples ``filtered`` out by a documented rule, per reason."""
+
+    records: int = 0
+    kept: int = 0
+    malformed: int = 0
+    malformed_lines: list[int] = field(default_factory=list)
+    filtered: Counter = field(default_factory=Counter)
+
+    def bad(self, line_number: int) -> None:
+        """Count one malformed record found at ``line_number`` (1-based)."""
+        self.malformed += 1
+        if len(self.malformed_lines) < 10:
+            self.malformed_lines.append(line_number)
+
+    def line(self) -> str:
+        """One line: records, kept, malformed (with the first line numbers) and filtered per reason."""
+        text = f"{self.records} records, {self.kept} kept, {self.malformed} malformed"
+        if self.malformed_lines:
+            text += f" (first at lines {self.malformed_lines[:5]})"
+        if self.filtered:
+            text += ", filtered: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.filtered.items()))
+        return text
+
+    def require_examples(self, what: str) -> None:
+        """Raise :class:`EmptyCorpusError` when nothing was kept."""
+        if self.kept == 0:
+            raise EmptyCorpusError(f"{what}: no examples kept ({self.line()})")
+
+
+@dataclass
+class Corpus(Generic[T]):
+    """A loaded corpus. ``train``/``dev``/``test`` are lists of the corpus's example type; ``labels`` names
+    the classes of a classification corpus (index = label id), else ``None``."""
+
+    name: str
+    train: list[T]
+    dev: list[T]
+    test: list[T]
+    provenance: Provenance | None
+    report: ParseReport
+    labels: list[str] | None = None
+
+    def sizes(self) -> dict[str, int]:
+        """``{"train": n, "dev": n, "test": n}``."""
+        return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
+
+    def describe(self) -> str:
+        """The provenance line, the parse report and the split sizes."""
+        head = self.provenance.line() if self.provenance else f"[data] {self.name} (from given files)"
+        return f"{head}\n[data] {self.name}: {self.report.line()}; splits {self.sizes()}"
+
+
+def split_by_hash(examples: Sequence[T], key: Callable[[T], str], dev_fraction: float = 0.1,
+                  test_fraction: float = 0.1, seed: int = 0) -> tuple[list[T], list[T], list[T]]:
+    """``(train, dev, test)`` by the seeded hash order described in the module docstring."""
+    if not 0 <= dev_fraction < 1 or not 0 <= test_fraction < 1 or dev_fraction + test_fraction >= 1:
+        raise ValueError(f"dev_fraction ({dev_fraction}) and test_fraction ({test_fraction}) must be in [0, 1) "
+                         "with a sum below 1")
+    n = len(examples)
+    order = sorted(range(n), key=lambda i: (hashlib.sha256(f"{seed}:{key(examples[i])}".encode()).digest(), i))
+    n_test, n_dev = round(test_fraction * n), round(dev_fraction * n)
+    test_ids, dev_ids = set(order[:n_test]), set(order[n_test:n_test + n_dev])
+    train = [e for i, e in enumerate(examples) if i not in test_ids and i not in dev_ids]
+    dev = [e for i, e in enumerate(examples) if i in dev_ids]
+    test = [e for i, e in enumerate(examples) if i in test_ids]
+    return train, dev, test

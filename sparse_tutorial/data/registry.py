@@ -1,0 +1,53 @@
+"""The corpora of the book by name, and fetching them: ``python -m sparse_tutorial.data fetch [NAME...]``.
+
+Each corpus module (``ding``, ``rotten_tomatoes``, ...) has ``fetch() -> Provenance`` and
+``load(seed=0, ...) -> Corpus``. :func:`fetch` skips a corpus already in the cache with intact files
+(SHA-256 checked), so running it twice costs nothing the second time.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from types import ModuleType
+
+from sparse_tutorial.data import ding, rotten_tomatoes, yeast
+from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, verify
+
+CORPORA: dict[str, ModuleType] = {module.NAME: module for module in (ding, rotten_tomatoes, yeast)}
+"""Corpus name -> module with ``fetch()`` and ``load()``; all of them are used by the book."""
+
+
+def _module(name: str) -> ModuleType:
+    if name not in CORPORA:
+        raise KeyError(f"unknown corpus {name!r}; known corpora: {sorted(CORPORA)}")
+    return CORPORA[name]
+
+
+def fetch(names: Sequence[str] | None = None, force: bool = False,
+          verbose: bool = True) -> dict[str, Provenance]:
+    """Fetch the corpora ``names`` (``None`` = every corpus of the book) into the cache.
+
+    A corpus already cached with intact files is skipped unless ``force``. Returns the provenance of each.
+    """
+    chosen = list(CORPORA) if not names else list(dict.fromkeys(names))
+    modules = {name: _module(name) for name in chosen}
+    provenances = {}
+    for name, module in modules.items():
+        if not force:
+            try:
+                provenances[name] = verify(name)
+                if verbose:
+                    print(f"[data] {name}: cached and verified, skipped")
+                continue
+            except CorpusNotFetchedError:
+                pass
+        started = time.perf_counter()
+        provenances[name] = module.fetch()
+        if verbose:
+            print(f"{provenances[name].line()}\n[data] {name}: fetched in {time.perf_counter() - started:.1f} s")
+    return provenances
+
+
+def load(name: str, **kwargs):
+    """``CORPORA[name].load(**kwargs)``: the :class:`~sparse_tutorial.data.corpus.Corpus` of ``name``."""
+    return _module(name).load(**kwargs)

@@ -1,0 +1,136 @@
+"""Tests of the corpus parsers on hand-written fixtures (tests/fixtures/), the cache, provenance and errors."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from sparse_tutorial.data import ding, registry, rotten_tomatoes, yeast
+from sparse_tutorial.data.__main__ import main
+from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
+from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, split_by_hash
+from sparse_tutorial.data.fetch import store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_ding_fixture_pairs_filters_and_malformed_lines(capsys):
+    corpus = ding.load(path=FIXTURES / "ding_de-en.txt")
+    pairs = corpus.train + corpus.dev + corpus.test
+    assert [(p.source, p.target) for p in pairs] == [
+        ("Das Haus ist sehr alt.", "The house is very old."),
+        ("Wollen wir zusammen zu Abend essen?", "Would you like to have dinner with me?"),
+        ("So haben wir nicht gewettet!", "That’s not part of the bargain!"),
+        ("Noch ist nicht alles verloren.", "It is not over yet."),
+        ("Wenn du weißt, was ich meine, und so weiter.", "If you know what I mean, and so on."),
+    ]
+    report = corpus.report
+    assert (report.records, report.kept, report.malformed, report.malformed_lines) == (10, 5, 2, [11, 12])
+    assert report.filtered == {"repeated German sentence": 1, "spaced / alternatives": 1}
+    assert "2 malformed" in capsys.readouterr().out
+
+
+def test_ding_clean_entry():
+    assert ding.clean_entry("Aal {m} (auf der Speisekarte) [cook.]; Fisch") == "Aal"
+    assert ding.clean_entry("a good/bad deal") == "a good deal"
+    assert ding.is_sentence("Das ist gut so.") and not ding.is_sentence("Das ist gut.")
+
+
+def test_rotten_tomatoes_fixture_labels_and_neutral_rule():
+    corpus = rotten_tomatoes.load(path=FIXTURES / "rotten_tomatoes_ground_truth.txt", verbose=False)
+    examples = sorted(corpus.train + corpus.dev + corpus.test, key=lambda e: e.id)
+    assert [(e.id, e.label, e.score) for e in examples] == [("1", 1, 2.5), ("2", 0, -1.75), ("6", 0, -3.1)]
+    assert examples[0].text == "A gorgeous, witty film that doesn't miss."
+    assert corpus.labels == ["negative", "positive"]
+    assert (corpus.report.malformed, corpus.report.malformed_lines) == (2, [4, 5])
+    assert corpus.report.filtered == {"neutral (mean rating 0)": 1}
+
+
+def test_yeast_fixture_features_labels_and_malformed_rows(tmp_path):
+    corpus = yeast.load(path=FIXTURES / "yeast.csv", verbose=False)
+    assert corpus.labels == [f"Class{i}" for i in range(1, 15)]
+    assert (corpus.report.records, corpus.report.kept, corpus.report.malformed) == (6, 3, 3)
+    assert corpus.report.malformed_lines == [5, 6, 7]
+    features, labels = yeast.stack(sorted(corpus.train + corpus.dev + corpus.test, key=lambda e: e.row))
+    assert features.shape == (3, 103) and features.dtype == torch.float32
+    assert labels.dtype == torch.bool and labels.sum(dim=1).tolist() == [2, 1, 5]
+    gzipped = tmp_path / "yeast.csv.gz"
+    import gzip
+    gzipped.write_bytes(gzip.compress((FIXTURES / "yeast.csv").read_bytes()))
+    assert yeast.load(path=gzipped, verbose=False).report.kept == 3
+
+
+def test_empty_results_raise(tmp_path):
+    (tmp_path / "empty.txt").write_text("# only a comment\n", encoding="utf-8")
+    with pytest.raises(EmptyCorpusError, match="no examples"):
+        ding.load(path=tmp_path / "empty.txt")
+    with pytest.raises(EmptyCorpusError, match="1 malformed"):
+        (tmp_path / "bad.txt").write_text("no tabs here\n", encoding="utf-8")
+        rotten_tomatoes.load(path=tmp_path / "bad.txt")
+
+
+def test_split_by_hash_sizes_disjoint_and_deterministic():
+    items = [f"sentence {i}" for i in range(1000)]
+    train, dev, test = split_by_hash(items, key=str, seed=0)
+    assert (len(train), len(dev), len(test)) == (800, 100, 100)
+    assert set(train) | set(dev) | set(test) == set(items) and not set(dev) & set(test)
+    assert split_by_hash(items, key=str, seed=0) == (train, dev, test)
+    assert split_by_hash(items, key=str, seed=1)[2] != test
+    # An example's split depends only on its own key: removing others never moves it to another split.
+    _, _, test_of_fewer = split_by_hash(items[:500] + items[501:], key=str, seed=0, test_fraction=0.1)
+    assert len(set(test_of_fewer) ^ set(test)) <= 4
+    with pytest.raises(ValueError, match="dev_fraction"):
+        split_by_hash(items, key=str, dev_fraction=0.6, test_fraction=0.5)
+
+
+def test_missing_corpus_error_names_the_fetch_command(empty_cache):
+    assert cache_dir() == empty_cache
+    for name in registry.CORPORA:
+        with pytest.raises(CorpusNotFetchedError, match=f"python -m sparse_tutorial.data fetch {name}"):
+            registry.load(name)
+    with pytest.raises(KeyError, match="unknown corpus"):
+        registry.load("wmt14")
+
+
+def test_store_verify_and_tampering(empty_cache):
+    import time
+    provenance = store("toy", {"toy.txt": b"hello\n"}, "here · nowhere", "1.0", "CC0", time.perf_counter())
+    assert provenance.files == {"toy.txt": "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"}
+    assert verify("toy") == Provenance.read(empty_cache / "toy")
+    assert "sha256:5891b5b522d5" in provenance.line() and "license CC0" in provenance.line()
+    (empty_cache / "toy" / "toy.txt").write_bytes(b"changed\n")
+    with pytest.raises(CorpusNotFetchedError, match="SHA-256.*fetch toy --force"):
+        verify("toy")
+    (empty_cache / "toy" / "toy.txt").unlink()
+    assert not is_fetched("toy")
+
+
+def test_fetch_skips_cached_corpora(empty_cache, monkeypatch, capsys):
+    calls = []
+
+    def fake_fetch():
+        import time
+        calls.append(1)
+        return store("ding", {"de-en": b"x :: y\n"}, "fake", "0", "none", time.perf_counter())
+
+    monkeypatch.setattr(ding, "fetch", fake_fetch)
+    assert main(["fetch", "ding"]) == 0
+    assert main(["fetch", "ding"]) == 0
+    assert len(calls) == 1 and "cached and verified, skipped" in capsys.readouterr().out
+    registry.fetch(["ding"], force=True, verbose=False)
+    assert len(calls) == 2
+    assert json.loads((empty_cache / "ding" / "provenance.json").read_text())["source"] == "fake"
+    assert main(["fetch", "nonexistent"]) == 1
+
+
+def test_parse_report_line():
+    report = ParseReport(records=3, kept=1)
+    report.bad(2)
+    report.filtered["too short"] += 1
+    assert report.line() == "3 records, 1 kept, 1 malformed (first at lines [2]), filtered: 1 too short"
