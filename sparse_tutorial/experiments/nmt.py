@@ -1,0 +1,456 @@
+"""Experiment ``nmt``: Zhang et al. (2019) §VI-A / §VII-A, Tables I-IV and Fig. 5, explained in chapters 8-9.
+
+German→English translation with the attentional encoder-decoder of :mod:`sparse_tutorial.models.seq2seq`,
+in the systems of Table I:
+
+=================  ==========================  ========  =====================
+system             attention projection        coverage  regularizer (λ)
+=================  ==========================  ========  =====================
+NMT                softmax                     --        --
++Coverage          softmax                     neural    --
++Temp (τ)          softmax(e / τ), τ = 0.8…0.1 --        --
++Gumbel            Gumbel-softmax (τ = 1)      --        --
++Sparsemax         sparsemax                   --        --
++L∞                softmax                     --        −L∞, λ = 0.01
++Entropy           softmax                     --        entropy, λ = 0.01
++Cov+Ent           softmax                     neural    entropy, λ = 0.01
+=================  ==========================  ========  =====================
+
+plus the λ sweep of +Entropy (Table IV) and word alignment: Greek→English models trained on the verses of
+a manually aligned corpus, whose teacher-forced attention is scored with AER and SAER (Table III) against
+the gold sure/possible links (hard links: argmax of each target token's attention,
+:func:`sparse_tutorial.metrics.hard_alignment`).
+
+Every system is scored with case-insensitive BLEU (beam search), paired bootstrap resampling against the
+baseline of the same seed, and the attention entropy per target token on the test set; training speed
+(target tokens/s) measures each regularizer's overhead per step.
+
+``python -m sparse_tutorial.experiments nmt --profile full --seeds 3`` writes ``book/results/nmt.json``.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+import torch
+
+from sparse_tutorial.data import CORPORA, TranslationPair, Vocabulary, ding, load, tokenize
+from sparse_tutorial.decoding import Decoded
+from sparse_tutorial.metrics import (
+    aer,
+    attention_entropy_per_token,
+    corpus_bleu,
+    hard_alignment,
+    paired_bootstrap,
+    saer,
+)
+from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
+from sparse_tutorial.profiles import default_device, seed_everything
+from sparse_tutorial.training import History, TrainConfig, train
+
+BOS_ID, EOS_ID = Vocabulary.bos_id, Vocabulary.eos_id
+ALIGNMENT_CORPUS = "bible_alignments"
+"""The data package's name of the manually word-aligned Greek-English corpus (Table III)."""
+
+PROFILES = ("quick", "medium-cpu", "full")
+"""``medium-cpu`` stands in for ``full`` (GPU-sized) when only a CPU is at hand; the JSON says which ran."""
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of Table I."""
+
+    projection: str = "softmax"
+    temperature: float | None = None
+    coverage: str | None = None
+    penalty: str | None = None
+    lam: float = 0.0
+
+    def model_kwargs(self) -> dict[str, Any]:
+        kwargs = {} if self.temperature is None else {"temperature": self.temperature}
+        return {"projection": self.projection, "projection_kwargs": kwargs, "coverage": self.coverage}
+
+
+SYSTEMS: dict[str, System] = {
+    "NMT": System(),
+    "+Coverage": System(coverage="neural"),
+    **{f"+Temp {t}": System(projection="temperature", temperature=t) for t in (0.8, 0.6, 0.4, 0.2, 0.1)},
+    "+Gumbel": System(projection="gumbel", temperature=1.0),
+    "+Sparsemax": System(projection="sparsemax"),
+    "+L∞": System(penalty="linf", lam=0.01),
+    "+Entropy": System(penalty="entropy", lam=0.01),
+    "+Cov+Ent": System(coverage="neural", penalty="entropy", lam=0.01),
+}
+"""Table I of Zhang et al. (2019), in its order (λ = 0.01 for both regularizers, as in the paper)."""
+
+LAMBDAS = (0.005, 0.01, 0.02, 0.04, 0.08)
+"""The λ sweep of +Entropy (Table IV)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Corpus slice, model and training sizes of one profile."""
+
+    n_train: int
+    n_dev: int
+    n_test: int
+    max_len: int             # sentence pairs longer than this (either side, in tokens) are left out
+    min_freq: int            # rarer training words become <unk>
+    embed_dim: int
+    hidden_dim: int
+    layers: int              # encoder and decoder layers (the paper: 2 and 2)
+    dropout: float
+    epochs: int
+    batch_size: int
+    lr: float
+    beam_size: int
+    patience: int | None
+    systems: tuple[str, ...]      # rows of SYSTEMS trained
+    lambdas: tuple[float, ...]    # λ sweep of +Entropy
+    alignment_systems: tuple[str, ...]
+    n_align_train: int
+    n_align_test: int
+    headline_seeds: bool = True   # all systems run with every seed (else the sweeps use the first only)
+    threads: int = 1              # torch CPU threads (small models are fastest on one)
+
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(n_train=3000, n_dev=150, n_test=300, max_len=10, min_freq=2, embed_dim=48, hidden_dim=64,
+                   layers=1, dropout=0.1, epochs=4, batch_size=32, lr=3e-3, beam_size=5, patience=None,
+                   systems=("NMT", "+Temp 0.8", "+Temp 0.1", "+Sparsemax", "+Entropy"), lambdas=(),
+                   alignment_systems=("NMT", "+Entropy"), n_align_train=2000, n_align_test=100),
+    "medium-cpu": Sizes(n_train=8000, n_dev=400, n_test=800, max_len=12, min_freq=2, embed_dim=64,
+                        hidden_dim=96, layers=2, dropout=0.2, epochs=5, batch_size=64, lr=3e-3, beam_size=12,
+                        patience=2, systems=tuple(SYSTEMS), lambdas=LAMBDAS,
+                        alignment_systems=("NMT", "+Coverage", "+Entropy", "+Cov+Ent"), n_align_train=6000,
+                        n_align_test=300),
+    "full": Sizes(n_train=15000, n_dev=1761, n_test=1761, max_len=30, min_freq=2, embed_dim=256,
+                  hidden_dim=512, layers=2, dropout=0.2, epochs=12, batch_size=128, lr=1e-3, beam_size=12,
+                  patience=3, systems=tuple(SYSTEMS), lambdas=LAMBDAS,
+                  alignment_systems=("NMT", "+Coverage", "+Entropy", "+Cov+Ent"), n_align_train=7000,
+                  n_align_test=500),
+}
+"""``quick``: chapter 9's own run, a couple of minutes on two CPU cores. ``medium-cpu``: hours on one
+core. ``full``: every Ding pair up to 30 tokens and paper-like depth, for a GPU (the paper: 1000-dim
+states, 2+2 layers, 4.5 M WMT pairs -- a corpus 300 times larger than Ding's 14 k training sentences)."""
+
+
+# ------------------------------------------------------------------------------------------------ data
+class Pair(NamedTuple):
+    """A sentence pair: tokenized source, tokenized target and every reference (tokenized) for BLEU."""
+
+    source: list[str]
+    target: list[str]
+    references: list[list[str]]
+
+
+class AlignedPair(NamedTuple):
+    """A pair with gold word alignment: ``(source_index, target_index)`` sure and possible links."""
+
+    source: list[str]
+    target: list[str]
+    sure: set[tuple[int, int]]
+    possible: set[tuple[int, int]]
+
+
+@dataclass
+class TranslationData:
+    """Splits, vocabularies and provenance of one translation corpus."""
+
+    train: list[Pair]
+    dev: list[Pair]
+    test: list[Pair]
+    src_vocab: Vocabulary
+    tgt_vocab: Vocabulary
+    corpus: dict[str, Any]
+
+    def batches(self, pairs: Sequence[Pair], batch_size: int, shuffle_seed: int | None = None
+                ) -> list[TranslationBatch]:
+        """Length-bucketed batches of ``pairs`` (sorted by source length, then shuffled batch order)."""
+        order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i].source), len(pairs[i].target)))
+        chunks = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(chunks)
+        return [make_batch([(self.src_vocab.encode(pairs[i].source), self.tgt_vocab.encode(pairs[i].target))
+                            for i in chunk], bos=BOS_ID, eos=EOS_ID) for chunk in chunks]
+
+
+def build_data(train: list[Pair], dev: list[Pair], test: list[Pair], min_freq: int,
+               corpus: dict[str, Any]) -> TranslationData:
+    """Vocabularies from the training split only."""
+    return TranslationData(train, dev, test, Vocabulary.build([p.source for p in train], min_freq),
+                           Vocabulary.build([p.target for p in train], min_freq), corpus)
+
+
+def load_translation_data(sizes: Sizes) -> TranslationData:
+    """The Ding German→English sentence pairs (:mod:`sparse_tutorial.data.ding`, its own hash split),
+    tokenized, pairs longer than ``sizes.max_len`` tokens on either side left out, then sliced to ``sizes``."""
+    corpus = ding.load(verbose=False)
+
+    def pairs(split: Sequence[TranslationPair], n: int) -> list[Pair]:
+        out = []
+        for p in split:
+            source, targets = tokenize(p.source), [tokenize(t) for t in p.targets]
+            if len(source) <= sizes.max_len and len(targets[0]) <= sizes.max_len:
+                out.append(Pair(source, targets[0], targets))
+        return out[:n]
+
+    provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
+    train, dev, test = (pairs(corpus.train, sizes.n_train), pairs(corpus.dev, sizes.n_dev),
+                        pairs(corpus.test, sizes.n_test))
+    info = {**provenance, "parse_report": corpus.report.line(), "splits_in_corpus": corpus.sizes(),
+            "max_len": sizes.max_len, "pairs_used": {"train": len(train), "dev": len(dev), "test": len(test)},
+            "tokenizer": "sparse_tutorial.data.tokenize (lower-cased words and punctuation)"}
+    return build_data(train, dev, test, sizes.min_freq, info)
+
+
+def load_alignment_data(sizes: Sizes) -> tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None:
+    """Greek→English verses with gold alignments (train, test, provenance), or ``None`` while the data
+    package has no manually aligned corpus."""
+    if ALIGNMENT_CORPUS not in CORPORA:
+        return None
+    corpus = load(ALIGNMENT_CORPUS, verbose=False)
+    convert = [AlignedPair(list(p.source), list(p.target), set(p.sure), set(p.possible))
+               for p in corpus.train + corpus.dev + corpus.test]
+    test = convert[:sizes.n_align_test]
+    train = convert[sizes.n_align_test:sizes.n_align_test + sizes.n_align_train]
+    provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
+    return train, test, provenance
+
+
+# ------------------------------------------------------------------------------------- train, evaluate
+def build_model(system: System, sizes: Sizes, src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+    """The seq2seq model of ``system`` at ``sizes``."""
+    return Seq2Seq(Seq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed_dim=sizes.embed_dim,
+                                 hidden_dim=sizes.hidden_dim, attention_dim=sizes.hidden_dim,
+                                 encoder_layers=sizes.layers, decoder_layers=sizes.layers,
+                                 dropout=sizes.dropout, **system.model_kwargs()))
+
+
+def loss_for(system: System) -> Callable[[Seq2Seq, TranslationBatch], tuple[torch.Tensor, dict[str, float]]]:
+    """The :data:`~sparse_tutorial.training.LossFn` of ``system`` (eq. 12)."""
+    return lambda model, batch: seq2seq_loss(model, batch, penalty=system.penalty, lam=system.lam)
+
+
+def translate(model: Seq2Seq, data: TranslationData, pairs: Sequence[Pair], beam_size: int,
+              batch_size: int = 64) -> tuple[list[list[str]], list[torch.Tensor]]:
+    """Translate ``pairs`` (in order) → output tokens and attention ``(out_len + 1, src_len)`` per pair."""
+    device = next(model.parameters()).device
+    outputs: list[list[str]] = []
+    attention: list[torch.Tensor] = []
+    for k in range(0, len(pairs), batch_size):
+        chunk = pairs[k:k + batch_size]
+        batch = make_batch([(data.src_vocab.encode(p.source), []) for p in chunk], bos=BOS_ID, eos=EOS_ID)
+        src, mask = batch.src.to(device), batch.src_mask.to(device)
+        out: Decoded = model.translate(src, mask, bos=BOS_ID, eos=EOS_ID, max_len=2 * max(len(p.source) for p in chunk) + 5,
+                                       beam_size=beam_size)
+        for row, (ids, attn) in enumerate(zip(out.tokens, out.attention)):
+            outputs.append(data.tgt_vocab.decode(ids))
+            attention.append(attn[:, :len(chunk[row].source)].cpu())
+    return outputs, attention
+
+
+def bleu_of(outputs: Sequence[Sequence[str]], pairs: Sequence[Pair]) -> float:
+    """Case-insensitive corpus BLEU of token lists against every reference of each pair (already tokenized
+    by :func:`sparse_tutorial.data.tokenize`, so sacrebleu's own tokenizer is off)."""
+    return corpus_bleu([" ".join(o) for o in outputs], [[" ".join(r) for r in p.references] for p in pairs],
+                       tokenize="none")
+
+
+class SystemRun(NamedTuple):
+    """A trained system and what it produced on the test set."""
+
+    model: Seq2Seq
+    history: History
+    outputs: list[list[str]]
+    attention: list[torch.Tensor]
+    metrics: dict[str, float]
+
+
+def run_system(system: System, data: TranslationData, sizes: Sizes, seed: int, device: torch.device,
+               greedy_too: bool = False) -> SystemRun:
+    """Train ``system`` with ``seed`` (early stopping on dev BLEU, greedy) and evaluate it on the test set."""
+    seed_everything(seed)
+    model = build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab))
+    dev = data.dev
+
+    def dev_bleu(m: Seq2Seq) -> float:
+        return bleu_of(translate(m, data, dev, beam_size=1)[0], dev)
+
+    history = train(model, lambda epoch: data.batches(data.train, sizes.batch_size, shuffle_seed=seed * 1000 + epoch),
+                    loss_for(system), TrainConfig(epochs=sizes.epochs, lr=sizes.lr, patience=sizes.patience,
+                                                  seed=seed, device=device, grad_clip=5.0),
+                    dev_fn=dev_bleu)
+    outputs, attention = translate(model, data, data.test, beam_size=sizes.beam_size)
+    metrics = {"bleu": bleu_of(outputs, data.test), "entropy_per_token": attention_entropy_per_token(attention),
+               "zero_share": float(np.mean([(a == 0).float().mean().item() for a in attention])),
+               "dev_bleu": history.best_dev, "best_epoch": history.best_epoch,
+               "tokens_per_second": history.throughput("tokens"),
+               "train_seconds": sum(e["seconds"] for e in history.epochs)}
+    if greedy_too:
+        greedy, _ = translate(model, data, data.test, beam_size=1)
+        metrics["bleu_greedy"] = bleu_of(greedy, data.test)
+    return SystemRun(model, history, outputs, attention, metrics)
+
+
+def training_speed(data: TranslationData, sizes: Sizes, names: Sequence[str], device: torch.device,
+                   steps: int = 20, repeats: int = 3) -> dict[str, dict[str, float]]:
+    """Training target tokens/s of each system on the same ``steps`` batches, the systems measured in turn
+    ``repeats`` times (so a busy machine slows all alike), median kept; ``overhead`` = slowdown vs ``NMT``."""
+    batches = [b for b in data.batches(data.train, sizes.batch_size, shuffle_seed=0)[:steps]]
+    batches = [TranslationBatch(*(t.to(device) for t in b)) for b in batches]
+    tokens = sum(int(b.tgt_mask.sum()) for b in batches)
+    models, optimizers, speeds = {}, {}, {n: [] for n in names}
+    for n in names:
+        seed_everything(0)
+        models[n] = build_model(SYSTEMS[n], sizes, len(data.src_vocab), len(data.tgt_vocab)).to(device).train()
+        optimizers[n] = torch.optim.Adam(models[n].parameters(), lr=sizes.lr)
+    for _ in range(repeats):
+        for n in names:
+            loss_fn = loss_for(SYSTEMS[n])
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            tic = time.perf_counter()
+            for b in batches:
+                optimizers[n].zero_grad(set_to_none=True)
+                loss_fn(models[n], b)[0].backward()
+                optimizers[n].step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            speeds[n].append(tokens / (time.perf_counter() - tic))
+    median = {n: float(np.median(v)) for n, v in speeds.items()}
+    base = median.get("NMT", next(iter(median.values())))
+    return {n: {"tokens_per_second": v, "overhead": base / v - 1.0} for n, v in median.items()}
+
+
+def forced_attention(model: Seq2Seq, src_vocab: Vocabulary, tgt_vocab: Vocabulary, pairs: Sequence[AlignedPair]
+                     ) -> list[torch.Tensor]:
+    """Teacher-forced attention on the reference translation: ``(len(target), len(source))`` per pair (the
+    row of ``</s>`` dropped), the matrices AER/SAER score."""
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for k in range(0, len(pairs), 64):
+            chunk = pairs[k:k + 64]
+            b = make_batch([(src_vocab.encode(p.source), tgt_vocab.encode(p.target)) for p in chunk], BOS_ID, EOS_ID)
+            _, attn = model(b.src.to(device), b.src_mask.to(device), b.tgt_in.to(device))
+            out += [attn[r, :len(p.target), :len(p.source)].cpu() for r, p in enumerate(chunk)]
+    return out
+
+
+def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, float]:
+    """AER (argmax hard links) and SAER (eq. 23) of attention against the gold links of ``pairs``."""
+    sure, possible = [p.sure for p in pairs], [p.possible for p in pairs]
+    return {"aer": aer([hard_alignment(a) for a in attention], sure, possible),
+            "saer": saer(attention, sure, possible)}
+
+
+def run_alignment(system: System, train_pairs: list[AlignedPair], test_pairs: list[AlignedPair], sizes: Sizes,
+                  seed: int, device: torch.device) -> dict[str, float]:
+    """Train Greek→English on ``train_pairs`` (no dev set: fixed epochs) and score alignments on ``test_pairs``."""
+    as_pairs = [Pair(p.source, p.target, [p.target]) for p in train_pairs]
+    data = build_data(as_pairs, [], [], sizes.min_freq, {})
+    seed_everything(seed)
+    model = build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab))
+    train(model, lambda epoch: data.batches(data.train, sizes.batch_size, shuffle_seed=seed * 1000 + epoch),
+          loss_for(system), TrainConfig(epochs=sizes.epochs, lr=sizes.lr, seed=seed, device=device))
+    attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
+    return {**alignment_scores(attention, test_pairs), "entropy_per_token": attention_entropy_per_token(attention)}
+
+
+# ----------------------------------------------------------------------------------------- the experiment
+def _round(x: Any, digits: int = 4) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.{digits}g}")
+    if isinstance(x, dict):
+        return {k: _round(v, digits) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_round(v, digits) for v in x]
+    return x
+
+
+def _mean_std(values: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=float)
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
+
+
+def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
+        alignment: tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None = None,
+        n_examples: int = 8) -> dict[str, Any]:
+    """All of chapter 9's measurements at ``profile`` size (the runner's contract); ``data`` and
+    ``alignment`` override the corpora (tests)."""
+    sizes = SIZES[profile]
+    device = default_device()
+    if device.type == "cpu":
+        torch.set_num_threads(sizes.threads)
+    data = data if data is not None else load_translation_data(sizes)
+    seed_list = list(range(seeds))
+    per_seed: dict[str, list[dict[str, float]]] = {name: [] for name in sizes.systems}
+    significance: dict[str, list[float | None]] = {name: [] for name in sizes.systems}
+    examples: list[dict[str, Any]] = []
+    for seed in seed_list:
+        runs = {name: run_system(SYSTEMS[name], data, sizes, seed, device, greedy_too=(name == "NMT"))
+                for name in sizes.systems}
+        base = runs["NMT"]
+        sig = paired_bootstrap([" ".join(o) for o in base.outputs],
+                               {n: [" ".join(o) for o in r.outputs] for n, r in runs.items() if n != "NMT"},
+                               [[" ".join(r) for r in p.references] for p in data.test], n_samples=1000,
+                               tokenize="none")
+        for name, r in runs.items():
+            per_seed[name].append(r.metrics)
+            significance[name].append(sig[name if name != "NMT" else "baseline"]["p_value"])
+        if seed == 0:
+            for k, pair in enumerate(data.test[:n_examples]):
+                examples.append({"source": " ".join(pair.source), "reference": " ".join(pair.references[0]),
+                                 **{n: " ".join(runs[n].outputs[k]) for n in runs}})
+            heatmap_systems = [n for n in ("NMT", "+Entropy") if n in runs]
+            heatmaps = {n: {"source": data.test[i].source, "output": runs[n].outputs[i],
+                            "attention": runs[n].attention[i].tolist()}
+                        for n in heatmap_systems for i in [_heatmap_index(data.test)]}
+            curves = {n: [e["loss"] for e in runs[n].history.epochs] for n in runs}
+            step_losses = [s["nll"] for s in base.history.steps]
+
+    table = {name: {key: _mean_std([m[key] for m in per_seed[name]])
+                    for key in ("bleu", "entropy_per_token", "zero_share", "tokens_per_second")}
+             for name in sizes.systems}
+    speed = training_speed(data, sizes, sizes.systems, device)
+    sweep_seeds = seed_list if sizes.headline_seeds else seed_list[:1]
+    sweep = {str(lam): (per_seed["+Entropy"][:len(sweep_seeds)]
+                        if lam == SYSTEMS["+Entropy"].lam and "+Entropy" in per_seed else
+                        [run_system(System(penalty="entropy", lam=lam), data, sizes, s, device).metrics
+                         for s in sweep_seeds]) for lam in sizes.lambdas}
+    results: dict[str, Any] = {
+        "corpus": data.corpus, "sizes": asdict(sizes), "systems": {n: asdict(SYSTEMS[n]) for n in sizes.systems},
+        "vocab": {"source": len(data.src_vocab), "target": len(data.tgt_vocab)},
+        "table": table, "per_seed": per_seed, "p_values_vs_baseline": significance,
+        "training_speed": speed,
+        "greedy_vs_beam": {"greedy": _mean_std([m["bleu_greedy"] for m in per_seed["NMT"]]),
+                           "beam": table["NMT"]["bleu"], "beam_size": sizes.beam_size},
+        "lambda_sweep": {lam: {k: _mean_std([m[k] for m in ms]) for k in ("bleu", "entropy_per_token")}
+                         for lam, ms in sweep.items()},
+        "examples": examples, "heatmaps": heatmaps, "loss_curves": curves, "baseline_step_nll": step_losses,
+    }
+    alignment = alignment if alignment is not None or not sizes.alignment_systems else load_alignment_data(sizes)
+    if alignment is None:
+        results["alignment"] = {"status": f"pending: the data package has no {ALIGNMENT_CORPUS!r} corpus yet"}
+    else:
+        train_pairs, test_pairs, align_corpus = alignment
+        scores = {n: [run_alignment(SYSTEMS[n], train_pairs, test_pairs, sizes, s, device) for s in sweep_seeds]
+                  for n in sizes.alignment_systems}
+        results["alignment"] = {"corpus": {**align_corpus, "train_pairs": len(train_pairs),
+                                           "test_pairs": len(test_pairs)},
+                                "scores": {n: {k: _mean_std([s[k] for s in v]) for k in v[0]}
+                                           for n, v in scores.items()}}
+    return _round(results)
+
+
+def _heatmap_index(pairs: Sequence[Pair]) -> int:
+    """A test sentence of middling length for the attention heatmaps (the first of 6-9 source tokens)."""
+    for i, p in enumerate(pairs):
+        if 6 <= len(p.source) <= 9:
+            return i
+    return 0
