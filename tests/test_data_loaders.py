@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sparse_tutorial.data import ding, registry, rotten_tomatoes, yeast
+from sparse_tutorial.data import bible, bible_alignments, ding, newsgroups, registry, rotten_tomatoes, yeast
 from sparse_tutorial.data.__main__ import main
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
 from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, split_by_hash
@@ -134,3 +134,50 @@ def test_parse_report_line():
     report.bad(2)
     report.filtered["too short"] += 1
     assert report.line() == "3 records, 1 kept, 1 malformed (first at lines [2]), filtered: 1 too short"
+
+
+def test_newsgroups_fixture_subset_labels_and_malformed_lines():
+    corpus = newsgroups.load("hockey-vs-baseball", directory=FIXTURES / "newsgroups", verbose=False)
+    assert corpus.labels == ["rec.sport.hockey", "rec.sport.baseball"]
+    train = sorted(corpus.train + corpus.dev, key=lambda e: int(e.id.split(":")[1]))
+    assert [(e.id, e.label) for e in train] == [("train:4", 0), ("train:5", 1), ("train:10", 0)]
+    assert [(e.text, e.label) for e in corpus.test] == [("the pitcher threw a perfect game", 1)]
+    report = corpus.report
+    assert (report.records, report.kept, report.malformed, report.malformed_lines) == (8, 4, 2, [7, 8])
+    assert report.filtered == {"other newsgroups": 2}
+    assert newsgroups.load(["sci.med"], directory=FIXTURES / "newsgroups", verbose=False).report.kept == 1
+    with pytest.raises(ValueError, match="categories"):
+        newsgroups.load(["rec.sport.curling"], directory=FIXTURES / "newsgroups")
+    with pytest.raises(EmptyCorpusError):
+        newsgroups.load(["talk.religion.misc"], directory=FIXTURES / "newsgroups")
+
+
+def test_bible_fixture_cleaning_references_and_empty_verses():
+    corpus = bible.load(path=FIXTURES / "bible.tsv", verbose=False)
+    verses = {v.verse: v for v in corpus.train + corpus.dev + corpus.test}
+    assert sorted(verses) == ["1.1.1", "40.5.44"]
+    assert verses["40.5.44"].source == "Liebet eure Feinde, segnet, die euch fluchen."
+    assert verses["40.5.44"].targets[0] == "Love your enemies and bless them."
+    assert len(verses["1.1.1"].targets) == 3 and verses["1.1.1"].target.startswith("In the beginning")
+    report = corpus.report
+    assert (report.records, report.kept, report.malformed, report.malformed_lines) == (5, 2, 2, [5, 6])
+    assert report.filtered == {"verse empty in bbe": 1}
+    schlachter = bible.load(german="schlachter", path=FIXTURES / "bible.tsv", verbose=False)
+    assert {v.source for v in schlachter.train + schlachter.dev + schlachter.test} == {
+        "Im Anfang schuf Gott den Himmel und die Erde.", "Liebet eure Feinde."}
+    assert bible.clean_verse("(32:1) Und  Laban [stand] auf.") == "Und Laban stand auf."
+    with pytest.raises(ValueError, match="german"):
+        bible.load(german="luther", path=FIXTURES / "bible.tsv")
+
+
+def test_bible_alignments_fixture_links_exclusions_and_malformed_records():
+    corpus = bible_alignments.load(directory=FIXTURES / "bible_alignments", verbose=False)
+    verses = {v.verse: v for v in corpus.train + corpus.dev + corpus.test}
+    first, second = verses["40001001"], verses["40001002"]
+    assert first.source_tokens == ["Βίβλος", "γενέσεως", "Ἰησοῦ"]
+    assert first.target_tokens == ["This", "is", "the", "book", "of", "the", "genealogy", "of", "Jesus"]
+    assert first.sure == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6), (2, 7), (2, 8)]
+    assert second.sure == [(0, 0), (1, 1), (1, 2), (1, 3)] and second.possible == second.sure
+    report = corpus.report
+    assert (report.records, report.kept, report.malformed, report.malformed_lines) == (8, 2, 3, [6, 7, 8])
+    assert report.filtered == {"links to excluded (punctuation) words": 1, "links across verses": 1}

@@ -43,3 +43,34 @@ def test_yeast_counts_and_splits():
     features, labels = stack(corpus.train + corpus.dev + corpus.test)
     assert features.shape == (2417, 103) and labels.shape == (2417, 14)
     assert round(labels.sum().item() / 2417, 2) == 4.24  # the label cardinality reported for yeast
+
+
+def test_newsgroups_counts_splits_and_subsets():
+    corpus = fetched("newsgroups")
+    assert (corpus.report.records, corpus.report.malformed, corpus.report.kept) == (18821, 0, 18821)
+    assert corpus.sizes() == {"train": 10164, "dev": 1129, "test": 7528} and len(corpus.labels) == 20
+    hockey = registry.load("newsgroups", categories="hockey-vs-baseball", verbose=False)
+    assert hockey.sizes() == {"train": 1077, "dev": 120, "test": 796}
+    three = registry.load("newsgroups", categories="motorcycles-med-guns", verbose=False)
+    assert three.sizes() == {"train": 1563, "dev": 174, "test": 1158}
+
+
+def test_bible_counts_splits_and_references():
+    corpus = fetched("bible")
+    assert (corpus.report.records, corpus.report.malformed, corpus.report.kept) == (31102, 0, 31083)
+    assert corpus.report.filtered == {"verse empty in bbe": 19}
+    assert corpus.sizes() == {"train": 24867, "dev": 3108, "test": 3108}
+    genesis = next(v for v in corpus.train + corpus.dev + corpus.test if v.verse == "1.1.1")
+    assert genesis.source == "Im Anfang schuf Gott die Himmel und die Erde."
+    assert genesis.targets == ("In the beginning God created the heavens and the earth.",
+                               "In the beginning God created the heaven and the earth.",
+                               "At the first God made the heaven and the earth.")
+
+
+def test_bible_alignments_counts_and_splits():
+    corpus = fetched("bible_alignments")
+    assert (corpus.report.records, corpus.report.malformed, corpus.report.kept) == (115008, 0, 7919)
+    assert corpus.sizes() == {"train": 6335, "dev": 792, "test": 792}
+    verses = corpus.train + corpus.dev + corpus.test
+    assert all(v.possible == v.sure for v in verses)
+    assert all(i < len(v.source_tokens) and j < len(v.target_tokens) for v in verses for i, j in v.sure)

