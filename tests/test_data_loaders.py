@@ -5,11 +5,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sparse_tutorial.data import bible, bible_alignments, ding, newsgroups, registry, rotten_tomatoes, yeast
+from sparse_tutorial.data import (
+    apt_descriptions, bible, bible_alignments, ding, newsgroups, registry, rotten_tomatoes, yeast)
 from sparse_tutorial.data.__main__ import main
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
 from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import store
+from sparse_tutorial.data.fetch import FetchError, store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -181,3 +182,33 @@ def test_bible_alignments_fixture_links_exclusions_and_malformed_records():
     report = corpus.report
     assert (report.records, report.kept, report.malformed, report.malformed_lines) == (8, 2, 3, [6, 7, 8])
     assert report.filtered == {"links to excluded (punctuation) words": 1, "links across verses": 1}
+
+
+def test_apt_stanzas_and_long_description():
+    with open(FIXTURES / "apt_Translation-en.txt", encoding="utf-8") as handle:
+        parsed = list(apt_descriptions.stanzas(handle))
+    assert [start for start, _ in parsed] == [1, 9]
+    first = parsed[0][1]
+    assert first["Package"] == "tinyfoo" and first["Description-en"].split("\n")[0] == \
+        "small example tool for the test suite"
+    assert apt_descriptions.long_description(first["Description-en"]) == (
+        "Tinyfoo is a made-up program written for the tests of this book. It reads nothing and writes nothing. "
+        "This package contains the command line tool.")
+    assert parsed[1][1]["_malformed"] == "this line is neither a field nor a continuation"
+
+
+def test_apt_descriptions_fixture_pairs_filters_and_malformed_records():
+    corpus = apt_descriptions.load(path=FIXTURES / "apt_descriptions.jsonl", verbose=False)
+    pairs = sorted(corpus.train + corpus.dev + corpus.test, key=lambda p: p.package)
+    assert [(p.package, p.summary) for p in pairs] == [
+        ("tinyfoo", "small example tool for the test suite"), ("tinyfoo-gui", "graphical front end for tinyfoo")]
+    report = corpus.report
+    assert (report.records, report.kept, report.malformed, report.malformed_lines) == (7, 2, 2, [5, 6])
+    assert report.filtered == {"description under 10 words": 1, "synopsis under 2 words": 1,
+                               "same description and synopsis as another package": 1}
+
+
+def test_apt_descriptions_without_apt_says_so(monkeypatch):
+    monkeypatch.setattr(apt_descriptions.shutil, "which", lambda name: None)
+    with pytest.raises(FetchError, match="needs apt"):
+        apt_descriptions.fetch()

@@ -10,11 +10,12 @@ import time
 from collections.abc import Sequence
 from types import ModuleType
 
-from sparse_tutorial.data import bible, bible_alignments, ding, newsgroups, rotten_tomatoes, yeast
+from sparse_tutorial.data import (
+    apt_descriptions, bible, bible_alignments, ding, newsgroups, rotten_tomatoes, yeast)
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, verify
 
 CORPORA: dict[str, ModuleType] = {module.NAME: module for module in (
-    ding, bible, bible_alignments, rotten_tomatoes, newsgroups, yeast)}
+    ding, bible, bible_alignments, apt_descriptions, rotten_tomatoes, newsgroups, yeast)}
 """Corpus name -> module with ``fetch()`` and ``load()``; all of them are used by the book."""
 
 
