@@ -7,7 +7,8 @@ Sun & Lu (2020), chapter 11
     rule of their footnote 9).
 Meister et al. (2021), chapter 12
     :func:`gradient_importance` (eq. 4, inputs → ŷ), :func:`intermediate_importance` (eq. 5, inputs → ‖h_p‖),
-    :func:`leave_one_out_importance` (eq. 6, from :func:`leave_one_out_logits`), :func:`normalized_entropy` and :func:`kendall_tau_b`.
+    :func:`leave_one_out_importance` (eq. 6, from :func:`leave_one_out_logits`), :func:`normalized_entropy`
+    and :func:`kendall_tau_b`.
 Attention as explanation, chapter 13
     :func:`jensen_shannon` and :func:`adversarial_attention` (Jain & Wallace 2019, §4).
 
@@ -62,8 +63,9 @@ def gamma(positive_counts: Tensor, negative_counts: Tensor) -> Tensor:
 
 def token_classes(positive_counts: Tensor, negative_counts: Tensor, polar_gamma: float = 0.5,
                   min_count: float = 5, neutral_gamma: float = 0.1, neutral_gap: float = 5) -> Tensor:
-    """Sun & Lu §5: POSITIVE if γ ∈ (0.5, 1] and f⁺ > 5, NEGATIVE if γ ∈ [−1, −0.5) and f⁻ > 5, NEUTRAL if
-    γ ∈ (−0.1, 0.1) and |f⁺ − f⁻| < 5; every other token is UNCLASSIFIED. Returns ``(vocab,)`` int codes.
+    """Sun & Lu §5: POSITIVE if γ ∈ (0.5, 1] and f⁺ > 5, NEGATIVE if γ ∈ [−1, −0.5) and f⁻ > 5,
+    NEUTRAL if γ ∈ (−0.1, 0.1) and ``|f⁺ − f⁻| < 5``; every other token is UNCLASSIFIED.
+    Returns ``(vocab,)`` int codes.
 
     The paper writes the polar intervals as open, (0.5, 1); we close them at ±1 because a token seen in one
     class only is the purest case of the "positive token" their analysis describes.

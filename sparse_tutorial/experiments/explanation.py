@@ -12,7 +12,7 @@ The tests of Jain & Wallace (2019) and Wiegreffe & Pinter (2019), on a trained a
   the base model's attention (Wiegreffe & Pinter §3-4; our adversary keeps the gold-label loss).
 
 ``python -m sparse_tutorial.experiments explanation --profile full --seeds 3`` writes
-``book/results/explanation.json``.
+``book/results/explanation.json`` (``--profile medium``: the whole training set with small models, for a CPU).
 """
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ from sparse_tutorial.experiments.classification import (
     Task,
     accuracy,
     fit,
+    load_task,
     uniform_attention,
 )
+from sparse_tutorial.experiments.interpretability import head
 from sparse_tutorial.interpret import (
     adversarial_attention,
     class_probability,
@@ -36,7 +38,13 @@ from sparse_tutorial.interpret import (
     jensen_shannon,
     leave_one_out_logits,
 )
-from sparse_tutorial.models.classifier import AttentionClassifier, ClassifierConfig, ClassifierOutput, predictions
+from sparse_tutorial.models.classifier import (
+    AttentionClassifier,
+    ClassifierConfig,
+    ClassifierOutput,
+    meister_config,
+    predictions,
+)
 
 
 @torch.no_grad()
@@ -153,3 +161,37 @@ def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, 
             "frozen_trained": frozen.test_accuracy,
             "adversary_trained": adversary.test_accuracy,
             "adversary_js_from_base": mean_divergence(adversary.model, base.model, task.test)}
+
+
+PROFILES = ("quick", "medium", "full")
+SETTINGS = {
+    "quick": dict(train=4000, epochs=3, dim=32, eval_examples=300),
+    "medium": dict(train=None, epochs=3, dim=32, eval_examples=1000),
+    "full": dict(train=None, epochs=8, dim=64, eval_examples=1000),
+}
+PROFILE_NOTES = {
+    "quick": "quick profile: 4,000 training sentences, 3 epochs, 32-dimensional BiLSTM",
+    "medium": "medium profile (CPU): whole Rotten Tomatoes training set, 3 epochs, 32-dimensional BiLSTM, "
+              "tests on 1,000 test sentences",
+    "full": "full profile: 64-dimensional BiLSTM, 8 epochs, tests on 1,000 test sentences",
+}
+
+
+def run(profile: str, seeds: int) -> dict[str, Any]:
+    """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed."""
+    settings = SETTINGS[profile]
+    task = load_task("rotten_tomatoes")
+    if settings["train"] is not None:
+        task = task.subset(settings["train"])
+    config = meister_config("bilstm", task.vocab_size, embed_dim=settings["dim"], hidden_dim=settings["dim"])
+    evaluation = head(task.test, settings["eval_examples"])
+    results: dict[str, Any] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
+    for seed in range(seeds):
+        base = fit(config, task, epochs=settings["epochs"], lr=1e-3, seed=seed, optimizer="adam")
+        results["erasure"].append({"seed": seed, **erasure(base.model, evaluation, seed=seed)})
+        results["permutation"].append({"seed": seed, **permutation(base.model, evaluation, seed=seed)})
+        results["adversarial"].append({"seed": seed, **adversarial(base.model, evaluation)})
+        results["baselines"].append({"seed": seed, **baselines(config, task, base, seed=seed,
+                                                               epochs=settings["epochs"], lr=1e-3,
+                                                               optimizer="adam")})
+    return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, **results}
