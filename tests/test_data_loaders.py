@@ -139,10 +139,10 @@ def test_parse_report_line():
 
 def test_newsgroups_fixture_subset_labels_and_malformed_lines():
     corpus = newsgroups.load("hockey-vs-baseball", directory=FIXTURES / "newsgroups", verbose=False)
-    assert corpus.labels == ["rec.sport.hockey", "rec.sport.baseball"]
+    assert corpus.labels == ["rec.sport.baseball", "rec.sport.hockey"]
     train = sorted(corpus.train + corpus.dev, key=lambda e: int(e.id.split(":")[1]))
-    assert [(e.id, e.label) for e in train] == [("train:4", 0), ("train:5", 1), ("train:10", 0)]
-    assert [(e.text, e.label) for e in corpus.test] == [("the pitcher threw a perfect game", 1)]
+    assert [(e.id, e.label) for e in train] == [("train:4", 1), ("train:5", 0), ("train:10", 1)]
+    assert [(e.text, e.label) for e in corpus.test] == [("the pitcher threw a perfect game", 0)]
     report = corpus.report
     assert (report.records, report.kept, report.malformed, report.malformed_lines) == (8, 4, 2, [7, 8])
     assert report.filtered == {"other newsgroups": 2}
