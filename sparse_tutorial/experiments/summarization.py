@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sparse_tutorial.data import apt_descriptions
 from sparse_tutorial.data.text import UNK, Vocabulary, tokenize
 from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge
 from sparse_tutorial.models.pointer_generator import (
@@ -92,15 +93,15 @@ class Sizes:
 
 
 SIZES: dict[str, Sizes] = {
-    "quick": Sizes(n_train=3000, n_dev=200, n_test=200, max_source_len=48, max_target_len=12,
-                   vocab_size=2000, embedding_dim=48, hidden_dim=64, epochs=4, batch_size=32,
-                   learning_rate=3e-3, beam_size=4,
+    "quick": Sizes(n_train=2000, n_dev=150, n_test=200, max_source_len=40, max_target_len=12,
+                   vocab_size=2000, embedding_dim=48, hidden_dim=64, epochs=3, batch_size=64,
+                   learning_rate=4e-3, beam_size=4,
                    systems=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Ent (λ=0.04)"),
                    headline=()),
-    "medium-cpu": Sizes(n_train=20000, n_dev=500, n_test=1000, max_source_len=80, max_target_len=14,
-                    vocab_size=8000, embedding_dim=96, hidden_dim=128, epochs=8, batch_size=32,
-                    learning_rate=2e-3, beam_size=4, systems=tuple(SYSTEMS),
-                    headline=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Cov+Ent (λ=0.02)")),
+    "medium-cpu": Sizes(n_train=5000, n_dev=300, n_test=500, max_source_len=48, max_target_len=12,
+                        vocab_size=3000, embedding_dim=48, hidden_dim=64, epochs=4, batch_size=64,
+                        learning_rate=4e-3, beam_size=4, systems=tuple(SYSTEMS),
+                        headline=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Cov+Ent (λ=0.02)")),
     "full": Sizes(n_train=60000, n_dev=1000, n_test=2000, max_source_len=120, max_target_len=16,
                   vocab_size=20000, embedding_dim=128, hidden_dim=256, epochs=15, batch_size=16,
                   learning_rate=1e-3, beam_size=4, systems=tuple(SYSTEMS),
@@ -141,14 +142,29 @@ def make_examples(pairs: Sequence[tuple[str, str]], sizes: Sizes) -> list[Exampl
 
 
 def build_data(train: Sequence[tuple[str, str]], dev: Sequence[tuple[str, str]], test: Sequence[tuple[str, str]],
-               sizes: Sizes, corpus: dict[str, Any]) -> SummarizationData:
-    """The first ``n_train``/``n_dev``/``n_test`` pairs of each split, tokenized, and a vocabulary of the
-    ``vocab_size`` most frequent training tokens (sources and summaries together, as See et al.)."""
-    splits = [make_examples(pairs[:n], sizes) for pairs, n in
-              ((train, sizes.n_train), (dev, sizes.n_dev), (test, sizes.n_test))]
+               sizes: Sizes, corpus: dict[str, Any], seed: int = 0) -> SummarizationData:
+    """A seeded random sample of ``n_train``/``n_dev``/``n_test`` pairs of each split, tokenized, and a
+    vocabulary of the ``vocab_size`` most frequent training tokens (documents and summaries together, as
+    See et al.). Sampling rather than taking the first pairs matters: the apt corpus is sorted by package."""
+    rng = np.random.default_rng(seed)
+    splits = [make_examples([pairs[i] for i in sorted(rng.permutation(len(pairs))[:n])], sizes)
+              for pairs, n in ((train, sizes.n_train), (dev, sizes.n_dev), (test, sizes.n_test))]
     vocab = Vocabulary.build((tokens for example in splits[0] for tokens in (example.source, example.target)),
                              max_size=sizes.vocab_size)
     return SummarizationData(*splits, vocab=vocab, corpus=corpus)
+
+
+def load_data(sizes: Sizes, seed: int = 0, verbose: bool = False) -> SummarizationData:
+    """The apt package descriptions (:mod:`sparse_tutorial.data.apt_descriptions`; fetch them once with
+    ``python -m sparse_tutorial.data fetch apt_descriptions``) at the profile's size, via :func:`build_data`."""
+    corpus = apt_descriptions.load(verbose=verbose)
+    info = {"name": corpus.name, "provenance": corpus.provenance.line() if corpus.provenance else None,
+            "parse_report": corpus.report.line(), "splits": corpus.sizes()}
+
+    def pairs(split: Sequence[apt_descriptions.SummaryPair]) -> list[tuple[str, str]]:
+        return [(pair.document, pair.summary) for pair in split]
+
+    return build_data(pairs(corpus.train), pairs(corpus.dev), pairs(corpus.test), sizes, info, seed)
 
 
 class SummaryBatch(NamedTuple):
@@ -409,6 +425,8 @@ def run(profile: str = "quick", seeds: int = 1, n_examples: int = 4) -> dict[str
     words in bold.
     """
     sizes = SIZES[profile]
+    if default_device().type == "cpu":
+        torch.set_num_threads(1)  # small LSTMs step by step: more threads only contend for the cores
     data = load_data(sizes)
     systems: dict[str, Any] = {}
     examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}}
