@@ -1,5 +1,7 @@
 """Tests of the corpus parsers on hand-written fixtures (tests/fixtures/), the cache, provenance and errors."""
+import gzip
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -62,7 +64,6 @@ def test_yeast_fixture_features_labels_and_malformed_rows(tmp_path):
     assert features.shape == (3, 103) and features.dtype == torch.float32
     assert labels.dtype == torch.bool and labels.sum(dim=1).tolist() == [2, 1, 5]
     gzipped = tmp_path / "yeast.csv.gz"
-    import gzip
     gzipped.write_bytes(gzip.compress((FIXTURES / "yeast.csv").read_bytes()))
     assert yeast.load(path=gzipped, verbose=False).report.kept == 3
 
@@ -100,7 +101,6 @@ def test_missing_corpus_error_names_the_fetch_command(empty_cache):
 
 
 def test_store_verify_and_tampering(empty_cache):
-    import time
     provenance = store("toy", {"toy.txt": b"hello\n"}, "here · nowhere", "1.0", "CC0", time.perf_counter())
     assert provenance.files == {"toy.txt": "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"}
     assert verify("toy") == Provenance.read(empty_cache / "toy")
@@ -116,7 +116,6 @@ def test_fetch_skips_cached_corpora(empty_cache, monkeypatch, capsys):
     calls = []
 
     def fake_fetch():
-        import time
         calls.append(1)
         return store("ding", {"de-en": b"x :: y\n"}, "fake", "0", "none", time.perf_counter())
 
@@ -128,6 +127,20 @@ def test_fetch_skips_cached_corpora(empty_cache, monkeypatch, capsys):
     assert len(calls) == 2
     assert json.loads((empty_cache / "ding" / "provenance.json").read_text())["source"] == "fake"
     assert main(["fetch", "nonexistent"]) == 1
+
+
+def test_fetch_tries_every_corpus_and_names_the_failures(empty_cache, monkeypatch):
+    def failing_fetch():
+        raise FetchError("no apt here")
+
+    def fake_yeast_fetch():
+        return store("yeast", {"yeast.csv.gz": b"x"}, "fake", "0", "none", time.perf_counter())
+
+    monkeypatch.setattr(apt_descriptions, "fetch", failing_fetch)
+    monkeypatch.setattr(yeast, "fetch", fake_yeast_fetch)
+    with pytest.raises(FetchError, match=r"could not fetch \['apt_descriptions'\].*no apt here"):
+        registry.fetch(["apt_descriptions", "yeast"], verbose=False)
+    assert is_fetched("yeast")
 
 
 def test_parse_report_line():

@@ -13,6 +13,7 @@ from types import ModuleType
 from sparse_tutorial.data import (
     apt_descriptions, bible, bible_alignments, ding, newsgroups, rotten_tomatoes, yeast)
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, verify
+from sparse_tutorial.data.fetch import FetchError
 
 CORPORA: dict[str, ModuleType] = {module.NAME: module for module in (
     ding, bible, bible_alignments, apt_descriptions, rotten_tomatoes, newsgroups, yeast)}
@@ -30,10 +31,13 @@ def fetch(names: Sequence[str] | None = None, force: bool = False,
     """Fetch the corpora ``names`` (``None`` = every corpus of the book) into the cache.
 
     A corpus already cached with intact files is skipped unless ``force``. Returns the provenance of each.
+
+    Raises:
+        FetchError: after trying every corpus, naming those that failed (e.g. no apt on this machine).
     """
     chosen = list(CORPORA) if not names else list(dict.fromkeys(names))
     modules = {name: _module(name) for name in chosen}
-    provenances = {}
+    provenances, failures = {}, {}
     for name, module in modules.items():
         if not force:
             try:
@@ -44,9 +48,18 @@ def fetch(names: Sequence[str] | None = None, force: bool = False,
             except CorpusNotFetchedError:
                 pass
         started = time.perf_counter()
-        provenances[name] = module.fetch()
+        try:
+            provenances[name] = module.fetch()
+        except FetchError as error:
+            failures[name] = str(error)
+            if verbose:
+                print(f"[data] {name}: FAILED: {error}")
+            continue
         if verbose:
             print(f"{provenances[name].line()}\n[data] {name}: fetched in {time.perf_counter() - started:.1f} s")
+    if failures:
+        raise FetchError(f"could not fetch {sorted(failures)} (the other corpora were fetched): "
+                         + "; ".join(f"{name}: {message}" for name, message in failures.items()))
     return provenances
 
 
