@@ -5,8 +5,8 @@ Load: ``from sparse_tutorial.data import ding; corpus = ding.load()`` or ``load(
 returns a :class:`Corpus` (``train``/``dev``/``test`` lists, ``provenance``, ``report``, ``labels``).
 The appendix page "Data" (book/appendix/data.md) documents every corpus.
 """
-from sparse_tutorial.data.batching import Batch, bucket_batches, iterate_batches, pad_sequences
 from sparse_tutorial.data.apt_descriptions import SummaryPair
+from sparse_tutorial.data.batching import Batch, bucket_batches, iterate_batches, pad_sequences
 from sparse_tutorial.data.bible import BibleVerse
 from sparse_tutorial.data.bible_alignments import AlignedVerse
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
@@ -19,8 +19,8 @@ from sparse_tutorial.data.text import SPECIALS, Vocabulary, label_token_counts, 
 from sparse_tutorial.data.yeast import MultiLabelExample, stack
 
 __all__ = [
-    "CORPORA", "AlignedVerse", "Batch", "BibleVerse", "Corpus", "CorpusNotFetchedError", "EmptyCorpusError", "FetchError", "LabelledText",
-    "MultiLabelExample", "ParseReport", "Provenance", "SPECIALS", "SummaryPair", "TranslationPair", "Vocabulary",
-    "bucket_batches", "cache_dir", "fetch", "is_fetched", "iterate_batches", "label_token_counts", "load",
-    "pad_sequences", "split_by_hash", "stack", "tokenize", "verify",
+    "CORPORA", "AlignedVerse", "Batch", "BibleVerse", "Corpus", "CorpusNotFetchedError", "EmptyCorpusError",
+    "FetchError", "LabelledText", "MultiLabelExample", "ParseReport", "Provenance", "SPECIALS", "SummaryPair",
+    "TranslationPair", "Vocabulary", "bucket_batches", "cache_dir", "fetch", "is_fetched", "iterate_batches",
+    "label_token_counts", "load", "pad_sequences", "split_by_hash", "stack", "tokenize", "verify",
 ]
