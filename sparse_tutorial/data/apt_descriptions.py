@@ -165,8 +165,8 @@ def fetch() -> Provenance:
                           "description": description}
                 records.setdefault((record["package"], record["md5"]), record)
             base = index.name.split("_i18n_")[0].rsplit("_", 1)[0]  # drop the component (main, ...)
-            release = next((lists / f"{base}_{n}" for n in ("InRelease", "Release") if (lists / f"{base}_{n}").exists()),
-                           None)
+            releases = [lists / f"{base}_{kind}" for kind in ("InRelease", "Release")]
+            release = next((path for path in releases if path.exists()), None)
             used.append({"index": index.name, "stanzas": n_stanzas,
                          "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                          "release": _release_info(release) if release else {}})
