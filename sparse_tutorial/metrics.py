@@ -46,6 +46,11 @@ def _reference_streams(references: References, n: int) -> list[list[str | None]]
     return [[r[k] if k < len(r) else None for r in per_sentence] for k in range(width)]
 
 
+def _bleu(lowercase: bool, tokenize: str) -> BLEU:
+    # force: pre-tokenised input ("none") ends in " ." on purpose, so sacrebleu's warning does not apply
+    return BLEU(lowercase=lowercase, tokenize=tokenize, force=tokenize == "none")
+
+
 def corpus_bleu(hypotheses: Sequence[str], references: References, lowercase: bool = True,
                 tokenize: str = "13a") -> float:
     """Corpus BLEU (0-100) of detokenised or space-tokenised strings.
@@ -57,7 +62,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: References, lowercase: bo
         tokenize: sacrebleu tokenizer name (``"13a"`` default; ``"none"`` for pre-tokenised text).
     """
     streams = _reference_streams(references, len(hypotheses))
-    return BLEU(lowercase=lowercase, tokenize=tokenize).corpus_score(list(hypotheses), streams).score
+    return _bleu(lowercase, tokenize).corpus_score(list(hypotheses), streams).score
 
 
 def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]], references: References,
@@ -79,7 +84,7 @@ def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]],
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)
     try:
-        test = PairedTest(named, {"BLEU": BLEU(lowercase=lowercase, tokenize=tokenize)}, streams,
+        test = PairedTest(named, {"BLEU": _bleu(lowercase, tokenize)}, streams,
                           test_type="bs", n_samples=n_samples)
         _, scores = test()
     finally:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Union
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from sparse_tutorial.profiles import default_device, seed_everything
 
