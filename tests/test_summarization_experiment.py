@@ -1,0 +1,68 @@
+"""End-to-end checks of sparse_tutorial.experiments.summarization on a toy corpus (no download needed):
+extended-vocabulary batches, a tiny training run of two Table V systems, the metrics' ranges and the copy
+highlighting."""
+import dataclasses
+
+import pytest
+import torch
+
+from sparse_tutorial.experiments import summarization as S
+
+PAIRS = [
+    ("zorblax is a tool for fast file sync . it copies files .", "fast file sync tool zorblax"),
+    ("quuxlib provides a library for parsing json . it is small .", "json parsing library quuxlib"),
+    ("blimpd is a daemon for network time . it runs in the background .", "network time daemon blimpd"),
+    ("frobnicate is a tool for image resizing . it is quick .", "image resizing tool frobnicate"),
+] * 6
+
+SIZES = dataclasses.replace(S.SIZES["quick"], n_train=16, n_dev=4, n_test=4, vocab_size=30, embedding_dim=8,
+                            hidden_dim=8, epochs=1, batch_size=4, systems=("ABS", "ABS+Pointer"))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return S.build_data(PAIRS, PAIRS, PAIRS, SIZES, corpus={"name": "toy"})
+
+
+def test_batches_use_extended_ids_for_source_oovs(data):
+    batch = S.make_batch(data.test[:2], data.vocab)
+    vocab_size = len(data.vocab)
+    assert batch.n_extended == vocab_size + max(len(oovs) for oovs in batch.oovs)
+    for row, oovs in enumerate(batch.oovs):
+        extended = batch.source_extended[row][batch.source_mask[row]]
+        plain = batch.source[row][batch.source_mask[row]]
+        assert ((extended >= vocab_size) == (plain == data.vocab.unk_id)).all()
+        # a reference word that is a source OOV is a copy target, never <unk>
+        for token, target_id in zip(data.test[row].target, batch.target[row].tolist()):
+            if token in oovs:
+                assert target_id == vocab_size + oovs.index(token)
+    assert (batch.target_input[:, 0] == data.vocab.bos_id).all()
+    assert torch.equal(batch.target_input[:, 1:], batch.target[:, :-1])
+
+
+@pytest.mark.parametrize("name", ["ABS", "ABS+Pointer+Cov+Ent (λ=0.02)"])
+def test_a_system_trains_and_is_evaluated(data, name):
+    result = S.run_system(name, data, SIZES, seed=0)
+    metrics = result.metrics
+    for key in ("rouge1", "rouge2", "rougeL", "rougeLsum", "unk_percent", "repeated_bigrams_percent",
+                "copy_percent"):
+        assert 0 <= metrics[key] <= 100
+    assert metrics["entropy_per_token"] > 0
+    assert len(result.summaries) == len(data.test)
+    for summary in result.summaries:
+        assert summary.attention.shape[0] == len(summary.tokens) == summary.p_gen.shape[0]
+    if name == "ABS":
+        assert metrics["copy_percent"] == 0  # no switch: p_gen is 1 everywhere
+
+
+def test_highlight_bolds_copied_source_words():
+    summary = S.Summary(["fast", "zorblax", "tool"], torch.zeros(3, 2), torch.tensor([0.9, 0.1, 0.2]))
+    source = ["zorblax", "is", "fast"]
+    assert S.copied_mask(summary, source) == [False, True, False]  # "tool" is not in the source
+    assert S.highlight_copies(summary, source) == "fast **zorblax** tool"
+
+
+def test_lead_baselines_score_the_first_sentences(data):
+    scores = S.lead_baselines(data.test)
+    assert set(scores) == {"Lead-1", "Lead-3"}
+    assert all(0 < value <= 100 for value in scores["Lead-1"].values())
