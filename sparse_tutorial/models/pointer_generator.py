@@ -27,7 +27,7 @@ score gets the coverage feature (:class:`~sparse_tutorial.attention.CoverageAddi
 *loss* lives in :mod:`sparse_tutorial.coverage`.
 
 **Training objective** (:func:`pointer_generator_loss`), per target token and composable as in Zhang et al.'s
-Table V systems: ``NLL + coverage_weight · covloss (See et al. eq. 13) + entropy_weight · H(a)`` (Zhang et
+Table V systems: ``NLL + coverage_weight · covloss (See et al. eq. 12–13) + entropy_weight · H(a)`` (Zhang et
 al. eq. 12 with the minimum-entropy regularizer).
 
 Shapes: ``source: (batch, src_len)`` ids in the fixed vocabulary (OOV = ``unk_id``), ``source_extended``
