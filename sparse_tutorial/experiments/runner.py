@@ -111,13 +111,13 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     accepted = tuple(getattr(module, "PROFILES", PROFILES))
     if profile not in accepted:
         raise ValueError(f"profile must be one of {accepted} for {name!r}, got {profile!r}")
-    started = datetime.now(timezone.utc)
+    started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
     tic = time.perf_counter()
     results = module.run(profile=profile, seeds=seeds)
     payload = {"experiment": name, "profile": profile, "seeds": seeds,
                "command": f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}",
                "started_utc": started.isoformat(timespec="seconds"),
-               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": _git_commit(),
+               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit,
                "environment": environment(), "argv": sys.argv[1:], **results}
     if write:
         write_results(name, payload, directory)
