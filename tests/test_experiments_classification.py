@@ -1,0 +1,54 @@
+"""Tests for the Part III experiment helpers (sparse_tutorial.experiments.classification / explanation)."""
+import torch
+
+from sparse_tutorial.experiments.classification import Split, synthetic_task, uniform_attention
+from sparse_tutorial.experiments.explanation import erasure, permutation
+from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE
+from sparse_tutorial.models.classifier import AttentionClassifier, meister_config, sun_lu_config
+
+
+def test_synthetic_task_satisfies_sun_and_lu_assumptions():
+    task = synthetic_task(num_polar=3, num_neutral=4, length=6, polar_per_doc=2, train_pairs=50, seed=1)
+    counts = task.token_counts                                   # (vocab, 2): [negative, positive]
+    positive, negative, neutral = slice(1, 4), slice(4, 7), slice(7, 11)
+    assert torch.all(counts[positive, 0] == 0) and torch.all(counts[negative, 1] == 0)
+    assert torch.equal(counts[positive, 1], counts[negative, 0])         # mirror images
+    assert torch.equal(counts[neutral, 0], counts[neutral, 1])           # neutral evenly in both classes
+    assert task.train.labels.float().mean().item() == 0.5                 # balanced
+    classes = task.token_classes()
+    assert torch.all(classes[positive] == POSITIVE) and torch.all(classes[negative] == NEGATIVE)
+    assert torch.all(classes[neutral] == NEUTRAL)
+
+
+def test_subset_recounts_and_keeps_the_other_splits():
+    task = synthetic_task(train_pairs=40)
+    small = task.subset(10, seed=3)
+    assert len(small.train.labels) == 10 and small.test is task.test
+    assert small.token_counts.sum() == small.train.mask.sum()
+
+
+def test_uniform_attention_spreads_over_real_tokens():
+    mask = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    torch.testing.assert_close(uniform_attention(None, mask),
+                               torch.tensor([[0.5, 0.5, 0, 0], [0.25, 0.25, 0.25, 0.25]]))
+
+
+def tiny_split():
+    ids = torch.tensor([[1, 5, 7, 2, 9], [3, 4, 6, 0, 0], [8, 2, 0, 0, 0]])
+    return Split(ids, ids != 0, torch.tensor([1, 0, 1]))
+
+
+def test_erasure_rates_are_bounded_by_any_deletion():
+    torch.manual_seed(0)
+    model = AttentionClassifier(meister_config("bilstm", vocab_size=12, embed_dim=6, hidden_dim=6)).eval()
+    rates = erasure(model, tiny_split())
+    assert all(0.0 <= rate <= rates["any"] <= 1.0 for name, rate in rates.items() if name != "any")
+
+
+def test_permutation_cannot_change_a_model_whose_states_are_identical():
+    torch.manual_seed(0)
+    model = AttentionClassifier(sun_lu_config("DP", vocab_size=12, embed_dim=6)).eval()   # h_j = embedding
+    ids = torch.tensor([[3, 3, 3, 3], [5, 5, 5, 0]])             # one token repeated: all h_j equal
+    split = Split(ids, ids != 0, torch.tensor([0, 1]))
+    result = permutation(model, split, permutations=5)
+    assert result["flip_share"] == 0.0 and result["median_output_change"] < 1e-6
