@@ -107,8 +107,8 @@ SIZES: dict[str, Sizes] = {
                   learning_rate=1e-3, beam_size=4, systems=tuple(SYSTEMS),
                   headline=("ABS", "ABS+Pointer", "ABS+Pointer+Cov", "ABS+Pointer+Cov+Ent (λ=0.02)")),
 }
-"""``quick``: about a minute of CPU time (chapter 10 runs it). ``medium-cpu``: the CPU stand-in for ``full``, about
-ten minutes of CPU time on one core. ``full``: the whole training split (48,700 pairs) with See et al.'s
+"""``quick``: about a minute of CPU time (chapter 10 runs it). ``medium-cpu``: the CPU stand-in for ``full``, 12 minutes
+wall-clock on one shared core with ``--seeds 3``. ``full``: the whole training split (48,700 pairs) with See et al.'s
 model sizes (128/256), meant for a GPU; not yet timed."""
 
 
