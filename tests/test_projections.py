@@ -78,6 +78,19 @@ def test_dim_anywhere_and_non_contiguous_match_last_dim(name):
     torch.testing.assert_close(fn(non_contiguous, dim=1), along_1.transpose(0, 2), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("name", ["gumbel", "gumbel_hard"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gumbel_non_contiguous_equals_its_contiguous_copy(name, dim):
+    # The noise is drawn in the logical shape, not the input's memory layout, so with identically seeded
+    # generators a transposed view and its contiguous copy see the same noise at the same positions.
+    scores = torch.randn(4, 7, 3, generator=torch.Generator().manual_seed(3)) * 2
+    non_contiguous = scores.transpose(0, 2)
+    assert not non_contiguous.is_contiguous()
+    weights = ALL[name](non_contiguous, dim=dim)
+    assert torch.equal(weights, ALL[name](non_contiguous.contiguous(), dim=dim))
+    _assert_on_simplex(weights, dim)
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_masked_positions_get_exactly_zero(name):
     generator = torch.Generator().manual_seed(4)
