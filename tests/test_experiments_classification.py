@@ -1,8 +1,8 @@
 """Tests for the Part III experiment helpers (sparse_tutorial.experiments.classification / explanation)."""
 import torch
 
-from sparse_tutorial.experiments.classification import Split, synthetic_task, uniform_attention
-from sparse_tutorial.experiments.explanation import erasure, permutation
+from sparse_tutorial.experiments.classification import Split, fit, synthetic_task, uniform_attention
+from sparse_tutorial.experiments.explanation import erasure, frozen_attention, permutation
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config, sun_lu_config
 
@@ -52,3 +52,23 @@ def test_permutation_cannot_change_a_model_whose_states_are_identical():
     split = Split(ids, ids != 0, torch.tensor([0, 1]))
     result = permutation(model, split, permutations=5)
     assert result["flip_share"] == 0.0 and result["median_output_change"] < 1e-6
+
+
+def test_fit_returns_a_cpu_model_and_device_cpu_is_the_default():
+    task = synthetic_task(num_polar=3, num_neutral=4, length=6, train_pairs=30, test_pairs=20)
+    config = sun_lu_config("DP", task.vocab_size, embed_dim=6, scale=10.0)
+    default = fit(config, task, epochs=1, seed=0)
+    explicit = fit(config, task, epochs=1, seed=0, device=torch.device("cpu"))
+    assert next(default.model.parameters()).device.type == "cpu"
+    assert default.test_accuracy == explicit.test_accuracy
+    for mine, theirs in zip(default.model.parameters(), explicit.model.parameters()):
+        torch.testing.assert_close(mine, theirs)
+
+
+def test_frozen_attention_hands_back_weights_on_the_device_of_the_ids():
+    torch.manual_seed(0)
+    base = AttentionClassifier(meister_config("bilstm", vocab_size=12, embed_dim=6, hidden_dim=6)).eval()
+    split = tiny_split()
+    weights = frozen_attention(base)(split.token_ids, split.mask)
+    assert weights.device == split.token_ids.device and weights.shape == split.token_ids.shape
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3))

@@ -12,8 +12,12 @@ best on dev) and
 * :func:`lambda_table`: test accuracy of DP/DP-L/DP-A/AD across the scaling factor λ (their Table 2).
 
 ``python -m sparse_tutorial.experiments classification --profile full --seeds 3`` writes
-``book/results/classification.json`` (``--profile medium``: the same on the Rotten Tomatoes sentences only,
-sized for a CPU).
+``book/results/classification.json`` on the GPU when there is one (``--profile medium``: every λ of Table 2
+on 2,500 Rotten Tomatoes training sentences, sized for a 2-core CPU).
+
+Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
+so their numbers do not depend on the hardware) and hands the model back on the CPU, so every analysis
+below runs on CPU tensors; the full profile passes :func:`~sparse_tutorial.profiles.default_device`.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from sparse_tutorial.models.classifier import (
     predictions,
     sun_lu_config,
 )
-from sparse_tutorial.profiles import seed_everything
+from sparse_tutorial.profiles import default_device, seed_everything
 from sparse_tutorial.training import TrainConfig, train
 
 AttentionSource = Callable[[Tensor, Tensor], Tensor]
@@ -157,16 +161,19 @@ def batches(split: Split, batch_size: int, generator: torch.Generator | None = N
 @torch.no_grad()
 def accuracy(model: AttentionClassifier, split: Split, attention_source: AttentionSource | None = None,
              batch_size: int = 512) -> float:
-    """Fraction of ``split`` classified correctly (eval mode), optionally with fixed attention weights."""
+    """Fraction of ``split`` classified correctly (eval mode), optionally with fixed attention weights.
+
+    Runs on the model's device (``split`` may stay on the CPU)."""
     model.eval()
+    device = next(model.parameters()).device
     correct = 0
     for start in range(0, len(split.labels), batch_size):
         ids, mask = split.token_ids[start:start + batch_size], split.mask[start:start + batch_size]
         width = int(mask.sum(-1).max().clamp(min=1))
-        ids, mask = ids[:, :width], mask[:, :width]
+        ids, mask = ids[:, :width].to(device), mask[:, :width].to(device)
         weights = attention_source(ids, mask) if attention_source is not None else None
         logits = model(ids, mask, attention_weights=weights).logits
-        correct += int((predictions(logits) == split.labels[start:start + batch_size]).sum())
+        correct += int((predictions(logits).cpu() == split.labels[start:start + batch_size]).sum())
     return correct / len(split.labels)
 
 
@@ -180,9 +187,14 @@ class FitResult(NamedTuple):
 
 def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05, batch_size: int = 32,
         seed: int = 0, optimizer: str = "adagrad", weight_decay: float = 0.0, vtw_weight: float = 0.0,
-        attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None) -> FitResult:
+        attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None,
+        device: str | torch.device = "cpu") -> FitResult:
     """Train a classifier with :func:`sparse_tutorial.training.train`, keeping the best epoch on dev
-    (Sun & Lu's model selection). Runs on the CPU: these models are too small to gain from a GPU.
+    (Sun & Lu's model selection).
+
+    ``device`` is where training runs: the CPU by default (the quick and medium profiles; these small models
+    train in minutes there), ``"cuda"`` or :func:`~sparse_tutorial.profiles.default_device` for the full
+    profile. The returned model is always on the CPU, where the analyses of chapters 11-13 run.
 
     ``optimizer`` is "adagrad" (Sun & Lu) or "adam" (Meister et al.); ``weight_decay`` is the L2
     regularisation Sun & Lu use for DP-L, DP-A and AD; ``vtw_weight`` adds ``vtw_weight · (VᵀW)²`` to the
@@ -207,8 +219,9 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
 
     history = train(model, lambda epoch: batches(task.train, batch_size, generator), loss_fn,
                     TrainConfig(epochs=epochs, lr=lr, optimizer=optimizer, weight_decay=weight_decay, seed=seed,
-                                device="cpu"),
+                                device=device),
                     dev_fn=lambda model: accuracy(model, task.dev, attention_source))
+    model.to("cpu")
     return FitResult(model, history.best_dev, accuracy(model, task.test, attention_source),
                      history.best_epoch + 1, attention_source)
 
@@ -261,10 +274,11 @@ def median_gap(summary: dict[str, dict[str, Any]], key: str, polar: str, neutral
 
 def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ...], seeds: tuple[int, ...],
                  epochs: int, lr: float = 0.05, embed_dim: int = 100,
-                 weight_decay: float = 1e-5) -> list[dict[str, Any]]:
+                 weight_decay: float = 1e-5, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
     """Test accuracy (model chosen on dev) for each variant × λ × seed (Sun & Lu Table 2).
 
-    L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper.
+    L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper; ``device`` is
+    passed to :func:`fit`.
     """
     rows = []
     for variant in variants:
@@ -273,7 +287,7 @@ def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ..
                 config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes,
                                        embed_dim=embed_dim)
                 result = fit(config, task, epochs=epochs, lr=lr, seed=seed,
-                             weight_decay=0.0 if variant == "DP" else weight_decay)
+                             weight_decay=0.0 if variant == "DP" else weight_decay, device=device)
                 rows.append({"task": task.name, "variant": variant, "lambda": lam, "seed": seed,
                              "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy})
     return rows
@@ -286,14 +300,16 @@ NEWS_I = ("newsgroups", {"categories": "hockey-vs-baseball", "max_len": 400})
 NEWS_II = ("newsgroups", {"categories": "motorcycles-med-guns", "max_len": 400})
 SETTINGS = {
     "quick": dict(tasks=(RT,), train=2500, epochs=2, lambdas=(0.001, 10, 10000), weight_decay=0.0),
-    "medium": dict(tasks=(RT,), train=2500, epochs=2, lambdas=(0.001, 1, 10, 100, 10000), weight_decay=0.0),
+    "medium": dict(tasks=(RT,), train=2500, epochs=2, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
+                   weight_decay=0.0),
     "full": dict(tasks=(RT, NEWS_I, NEWS_II), train=None, epochs=10, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
                  weight_decay=1e-5),
 }
 PROFILE_NOTES = {
     "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 values of λ, no L2 regularisation",
     "medium": "medium profile (shared 2-core CPU): the quick profile's size (2,500 training sentences, "
-              "2 epochs, no L2) with 5 values of λ and several seeds; accuracies sit well below the paper's",
+              "2 epochs, no L2) with all 7 values of λ of Table 2 and several seeds; accuracies sit well "
+              "below the paper's",
     "full": "full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on DP-L/DP-A/AD",
 }
 
@@ -308,6 +324,7 @@ def _medians(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 def run(profile: str, seeds: int) -> dict[str, Any]:
     """Chapter 11: the λ table and the score analysis, per task and seed."""
     settings = SETTINGS[profile]
+    device = default_device() if profile == "full" else torch.device("cpu")
     seed_list = tuple(range(seeds))
     table, scores, corpora = [], [], {}
     for corpus, load_kwargs in settings["tasks"]:
@@ -316,12 +333,13 @@ def run(profile: str, seeds: int) -> dict[str, Any]:
             task = task.subset(settings["train"])
         corpora[task.name] = task.provenance
         table += lambda_table(task, SUN_LU_VARIANTS, settings["lambdas"], seed_list, epochs=settings["epochs"],
-                              weight_decay=settings["weight_decay"])
+                              weight_decay=settings["weight_decay"], device=device)
         binary = task.num_classes == 2
         for seed in seed_list:
             for lam, vtw_weight in [(10.0, 0.0), (100.0, 0.0)] + ([(10.0, 1.0)] if binary else []):
                 config = sun_lu_config("DP", task.vocab_size, scale=lam, num_classes=task.num_classes)
-                result = fit(config, task, epochs=settings["epochs"], seed=seed, vtw_weight=vtw_weight)
+                result = fit(config, task, epochs=settings["epochs"], seed=seed, vtw_weight=vtw_weight,
+                             device=device)
                 entry = {"task": task.name, "seed": seed, "lambda": lam, "vtw_weight": vtw_weight,
                          "test_accuracy": result.test_accuracy,
                          "classes": _medians(score_summary(result.model, task))}

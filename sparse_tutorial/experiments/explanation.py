@@ -45,6 +45,7 @@ from sparse_tutorial.models.classifier import (
     meister_config,
     predictions,
 )
+from sparse_tutorial.profiles import default_device
 
 
 @torch.no_grad()
@@ -125,10 +126,12 @@ def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
 
 
 def frozen_attention(base: AttentionClassifier):
-    """An attention source that hands out the (fixed) attention of a trained ``base`` model."""
+    """An attention source that hands out the (fixed) attention of a trained ``base`` model (on ``base``'s
+    device; the weights come back on the device of ``ids``)."""
     def source(ids: Tensor, mask: Tensor) -> Tensor:
+        device = next(base.parameters()).device
         with torch.no_grad():
-            return base(ids, mask).weights
+            return base(ids.to(device), mask.to(device)).weights.to(ids.device)
     return source
 
 
@@ -149,9 +152,11 @@ def mean_divergence(model: AttentionClassifier, other: AttentionClassifier, spli
 
 
 def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
-              optimizer: str, adversary_weight: float = 1.0) -> dict[str, Any]:
-    """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P)."""
-    common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer)
+              optimizer: str, adversary_weight: float = 1.0,
+              device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P), each
+    trained on ``device``."""
+    common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer, device=device)
     uniform = fit(config, task, attention_source=uniform_attention, **common)
     frozen = fit(config, task, attention_source=frozen_attention(base.model), **common)
     adversary = fit(config, task, extra_loss=divergence_bonus(base.model, adversary_weight), **common)
@@ -180,6 +185,7 @@ PROFILE_NOTES = {
 def run(profile: str, seeds: int) -> dict[str, Any]:
     """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed."""
     settings = SETTINGS[profile]
+    device = default_device() if profile == "full" else torch.device("cpu")
     task = load_task("rotten_tomatoes")
     if settings["train"] is not None:
         task = task.subset(settings["train"])
@@ -187,11 +193,11 @@ def run(profile: str, seeds: int) -> dict[str, Any]:
     evaluation = head(task.test, settings["eval_examples"])
     results: dict[str, Any] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
     for seed in range(seeds):
-        base = fit(config, task, epochs=settings["epochs"], lr=1e-3, seed=seed, optimizer="adam")
+        base = fit(config, task, epochs=settings["epochs"], lr=1e-3, seed=seed, optimizer="adam", device=device)
         results["erasure"].append({"seed": seed, **erasure(base.model, evaluation, seed=seed)})
         results["permutation"].append({"seed": seed, **permutation(base.model, evaluation, seed=seed)})
         results["adversarial"].append({"seed": seed, **adversarial(base.model, evaluation)})
         results["baselines"].append({"seed": seed, **baselines(config, task, base, seed=seed,
                                                                epochs=settings["epochs"], lr=1e-3,
-                                                               optimizer="adam")})
+                                                               optimizer="adam", device=device)})
     return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, **results}

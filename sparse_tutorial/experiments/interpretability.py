@@ -31,6 +31,7 @@ from sparse_tutorial.interpret import (
     normalized_entropy,
 )
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config
+from sparse_tutorial.profiles import default_device
 
 
 def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, dict[str, float], float | None]]:
@@ -72,8 +73,9 @@ def importance_statistics(model: AttentionClassifier, split: Split) -> dict[str,
 
 def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
           epochs: int, eval_examples: int, embed_dim: int = 64, hidden_dim: int = 64,
-          lr: float = 1e-3) -> list[dict[str, Any]]:
-    """Train every encoder × projection × seed (Adam, model chosen on dev) and measure it."""
+          lr: float = 1e-3, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
+    """Train every encoder × projection × seed (Adam, model chosen on dev; trained on ``device``, measured on
+    the CPU) and measure it."""
     rows = []
     evaluation = head(task.test, eval_examples)
     for encoder in encoders:
@@ -82,7 +84,7 @@ def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float,
                 config = meister_config(encoder, task.vocab_size, projection=projection,
                                         num_classes=task.num_classes, embed_dim=embed_dim,
                                         hidden_dim=hidden_dim, **kwargs)
-                result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam")
+                result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
                 rows.append({"task": task.name, "encoder": encoder, "projection": projection, "lambda": lam,
                              "seed": seed, "dev_accuracy": result.dev_accuracy,
                              "test_accuracy": result.test_accuracy,
@@ -120,7 +122,8 @@ def run(profile: str, seeds: int) -> dict[str, Any]:
         task = task.subset(settings["train"])
     rows = sweep(task, ("bilstm", "transformer"), settings["lambdas"], tuple(range(seeds)),
                  epochs=settings["epochs"], eval_examples=settings["eval_examples"], embed_dim=settings["dim"],
-                 hidden_dim=settings["dim"], lr=2e-3)
+                 hidden_dim=settings["dim"], lr=2e-3,
+                 device=default_device() if profile == "full" else torch.device("cpu"))
     return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, "rows": rows,
             "lambda_entropy_correlation": {encoder: lambda_entropy_correlation(rows, encoder)
                                            for encoder in ("bilstm", "transformer")}}
