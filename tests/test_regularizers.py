@@ -5,6 +5,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparse_tutorial.projections import entmax15, softmax, sparsemax
 from sparse_tutorial.regularizers import (
@@ -143,3 +145,30 @@ def test_errors_name_the_argument():
         l1_penalty(weights[0])
     with pytest.raises(TypeError, match="weights"):
         entropy(torch.tensor([1, 0]))
+
+
+# Any finite float64 scores, huge ones included; softmax and sparsemax turn them into points of the simplex
+# (dense and sparse, with exact ties where scores repeat).
+simplex_scores = st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=50)
+
+
+@settings(max_examples=60, deadline=None)
+@given(simplex_scores, st.sampled_from([softmax, sparsemax]))
+def test_property_norms_and_entropy_bounds_on_the_simplex(values, projection):
+    weights = projection(torch.tensor(values, dtype=torch.float64))
+    n = len(values)
+    torch.testing.assert_close(l1_norm(weights), torch.tensor(1.0, dtype=torch.float64), atol=1e-12, rtol=0)
+    assert -1e-12 <= entropy(weights) <= math.log(n) + 1e-12
+    assert 1 / n - 1e-12 <= linf_norm(weights) <= 1 + 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(simplex_scores, st.sampled_from([softmax, sparsemax]))
+def test_property_linf_gradient_is_one_at_the_first_maximiser(values, projection):
+    weights = projection(torch.tensor(values, dtype=torch.float64)).requires_grad_(True)
+    linf_norm(weights).backward()
+    # The first maximiser found by plain Python, independently of the torch.argmax that linf_norm uses.
+    as_list = weights.detach().tolist()
+    expected = torch.zeros_like(weights)
+    expected[as_list.index(max(as_list))] = 1.0
+    assert torch.equal(weights.grad, expected)
