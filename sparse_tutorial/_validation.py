@@ -6,6 +6,7 @@ alone. Nothing here is part of the public API.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -13,14 +14,21 @@ from torch import Tensor
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
-def check_floating(tensor: Tensor, name: str) -> None:
-    """Raise unless ``tensor`` is a non-empty floating-point tensor with at least one dimension."""
+def check_floating(tensor: Tensor, name: str, dim: Optional[int] = None) -> None:
+    """Raise unless ``tensor`` is a floating-point tensor with at least one dimension.
+
+    With ``dim`` (the dimension that is normalised or reduced) also raise if that dimension has size 0: there
+    is no distribution over zero entries. Other dimensions may be empty (an empty batch is fine).
+    """
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
     if not tensor.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {tensor.dtype}")
     if tensor.dim() == 0:
         raise ValueError(f"{name} must have at least one dimension, got a 0-d tensor")
+    if dim is not None and tensor.size(dim) == 0:  # size() names an out-of-range dim itself
+        raise ValueError(f"{name} has an empty dimension {dim} (shape {tuple(tensor.shape)}): there is "
+                         f"nothing to normalise along it")
 
 
 def compute_dtype(tensor: Tensor) -> Tensor:

@@ -283,6 +283,33 @@ def test_bad_input_types():
         entmax15([1.0, 2.0])
 
 
+@pytest.mark.xfail(strict=True, raises=IndexError,
+                   reason="projections._validated_row_max must call check_floating(scores, 'scores', dim); "
+                          "until it does, amax raises a bare IndexError. Delete this marker with that change.")
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize(("shape", "dim"), [((3, 0), -1), ((0,), 0), ((2, 0, 4), 1)])
+def test_empty_normalised_dimension_raises_value_error(name, shape, dim):
+    with pytest.raises(ValueError, match="scores has an empty dimension"):
+        ALL[name](torch.zeros(shape), dim=dim)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize(("shape", "dim"), [((3, 0), 0), ((0, 3), -1), ((2, 0, 4), 2)])
+def test_empty_batch_gives_empty_weights(name, shape, dim):
+    # Only the normalised dimension must be non-empty; an empty batch is no error.
+    assert ALL[name](torch.zeros(shape), dim=dim).shape == shape
+
+
+def test_check_floating_names_the_empty_dimension():
+    from sparse_tutorial._validation import check_floating
+
+    check_floating(torch.zeros(0, 3), "scores", dim=-1)
+    with pytest.raises(ValueError, match=r"scores has an empty dimension 0 \(shape \(0, 3\)\)"):
+        check_floating(torch.zeros(0, 3), "scores", dim=0)
+    with pytest.raises(IndexError, match="out of range"):
+        check_floating(torch.zeros(0, 3), "scores", dim=2)
+
+
 def test_registry_and_get_projection():
     assert set(PROJECTIONS) == {"softmax", "sparsemax", "sparsegen", "entmax15", "temperature", "gumbel"}
     scores = torch.randn(3, 5, generator=torch.Generator().manual_seed(21))
