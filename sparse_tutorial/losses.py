@@ -95,6 +95,7 @@ def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
     check_floating(scores, "scores")
     if scores.dim() != 2:
         raise ValueError(f"scores must have shape (batch, num_classes), got shape {tuple(scores.shape)}")
+    check_floating(scores, "scores", dim=1)
     z = compute_dtype(scores)
     row_max = z.detach().amax(1, keepdim=True)
     check_row_max(row_max, "scores")

@@ -54,7 +54,7 @@ def _validated_row_max(scores: Tensor, dim: int) -> tuple[Tensor, Tensor, Tensor
     gradient flows through it), and 0 for the slices marked by ``empty`` that have no finite score, so
     that ``x − row_max`` stays ``-inf`` there instead of NaN.
     """
-    check_floating(scores, "scores")
+    check_floating(scores, "scores", dim)
     x = compute_dtype(scores)
     row_max = x.detach().amax(dim, keepdim=True)
     check_row_max(row_max, "scores")

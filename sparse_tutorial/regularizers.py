@@ -57,7 +57,7 @@ def linf_norm(weights: Tensor, dim: int = -1) -> Tensor:
     The gradient is ``sign(α_k)`` at the first index ``k`` that attains the maximum and 0 elsewhere, also on
     ties (``torch.amax`` would split it evenly among the tied entries instead).
     """
-    check_floating(weights, "weights")
+    check_floating(weights, "weights", dim)
     return _LinfNorm.apply(weights, dim)
 
 

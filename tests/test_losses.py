@@ -129,3 +129,8 @@ def test_property_nonnegative_and_convex_lower_bound(values, data):
     other[0, gold] -= 2.0
     gradient = sparsemax(scores) - torch.nn.functional.one_hot(target, len(values))
     assert sparsemax_loss(other, target) >= loss + (gradient * (other - scores)).sum() - 1e-9
+
+
+def test_sparsemax_loss_with_no_classes_names_scores():
+    with pytest.raises(ValueError, match="scores has an empty dimension"):
+        sparsemax_loss(torch.zeros(2, 0), torch.zeros(2, 0))

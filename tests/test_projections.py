@@ -283,9 +283,6 @@ def test_bad_input_types():
         entmax15([1.0, 2.0])
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError,
-                   reason="projections._validated_row_max must call check_floating(scores, 'scores', dim); "
-                          "until it does, amax raises a bare IndexError. Delete this marker with that change.")
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize(("shape", "dim"), [((3, 0), -1), ((0,), 0), ((2, 0, 4), 1)])
 def test_empty_normalised_dimension_raises_value_error(name, shape, dim):

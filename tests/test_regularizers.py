@@ -172,3 +172,8 @@ def test_property_linf_gradient_is_one_at_the_first_maximiser(values, projection
     expected = torch.zeros_like(weights)
     expected[as_list.index(max(as_list))] = 1.0
     assert torch.equal(weights.grad, expected)
+
+
+def test_linf_norm_of_an_empty_dimension_names_weights():
+    with pytest.raises(ValueError, match="weights has an empty dimension"):
+        linf_norm(torch.zeros(3, 0))
