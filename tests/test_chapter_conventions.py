@@ -3,8 +3,10 @@
 The first code cell installs the library from the repository only when it is missing, with no pinned
 versions (pins break on Colab's preinstalled stack), applies the shared plot style and seeds the run; a
 chapter that trains (Parts II and III) says above its first code cell how long the quick (CPU) and full
-(GPU) profiles take, and has a cell tagged ``parameters`` that sets ``PROFILE``. The README's
-and the intro's library examples run as printed.
+(GPU) profiles take, and has a cell tagged ``parameters`` that sets ``PROFILE``. Every first code cell
+mentions ``PROFILE``: an experiment chapter's says how to switch to ``PROFILE = "full"`` on a GPU and picks
+the device with ``default_device()``; a Part I chapter (or the appendix) says it has no profile and sets no
+device it never uses. The README's and the intro's library examples run as printed.
 """
 import re
 from pathlib import Path
@@ -49,6 +51,48 @@ def test_experiment_chapters_have_a_profile_parameter_cell(path):
     assert re.search(r"quick.*\d+\s*(s|seconds?|min|minutes?|h|hours?)\b", note, re.DOTALL | re.IGNORECASE) and re.search(
         r"full.*\d+\s*(s|seconds?|min|minutes?|h|hours?)\b", note, re.DOTALL | re.IGNORECASE
     ), f"{path.name}: say above the first code cell how long the quick (CPU) and full (GPU) profiles take"
+
+
+def is_experiment(path: Path) -> bool:
+    return path.parent.name in EXPERIMENT_PARTS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: str(path.relative_to(BOOK)))
+def test_first_cell_says_how_to_pick_the_profile(path):
+    cells = code_sources(path)
+    first = cells[0].source
+    assert "PROFILE" in first, (
+        f"{path.name}: the first code cell must mention PROFILE (how to switch to the full profile, or, in a "
+        "chapter without one, a comment saying so)"
+    )
+    if is_experiment(path):
+        assert 'PROFILE = "full"' in first, (
+            f'{path.name}: the first code cell must say, in a comment, to pick a GPU runtime and set PROFILE = "full"'
+        )
+        assert "default_device()" in first, f"{path.name}: the first code cell must pick the device with default_device()"
+    else:
+        comment = " ".join(line for line in first.splitlines() if line.lstrip().startswith("#"))
+        assert re.search(r"no PROFILE", comment), f"{path.name}: say in a comment of the first code cell that it has no PROFILE"
+        if re.search(r"^device\s*=", first, re.MULTILINE):
+            later = "\n".join(cell.source for cell in cells[1:])
+            assert re.search(r"\bdevice\b", later), f"{path.name}: `device` is set in the first cell but never used"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in NOTEBOOKS if is_experiment(path)] or [None],
+    ids=lambda path: str(path.relative_to(BOOK)) if path else "none",
+)
+def test_profile_parameter_line_names_the_full_profile(path):
+    if path is None:
+        pytest.skip("no Part II/III chapter yet")
+    tagged = [cell.source for cell in code_sources(path) if "parameters" in cell.metadata.get("tags", [])]
+    assert tagged, f"{path.name}: needs a cell tagged `parameters` setting PROFILE"
+    lines = [line for line in tagged[0].splitlines() if re.match(r"\s*PROFILE\s*=", line)]
+    assert lines and all(re.search(r"#.*\bfull\b", line) for line in lines), (
+        f'{path.name}: the PROFILE line of the parameters cell needs a comment naming "full", '
+        f'e.g. PROFILE = profile()  # "quick" (CPU) or "full" (GPU); got {lines}'
+    )
 
 
 def python_blocks(markdown: Path) -> list[str]:
