@@ -388,11 +388,12 @@ def _mean_std(values: Sequence[float]) -> dict[str, float]:
 
 def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
         alignment: tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None = None,
-        n_examples: int = 8) -> dict[str, Any]:
+        n_examples: int = 8, device: torch.device | str | None = None) -> dict[str, Any]:
     """All of chapter 9's measurements at ``profile`` size (the runner's contract); ``data`` and
-    ``alignment`` override the corpora (tests)."""
+    ``alignment`` override the corpora (tests); ``device`` defaults to
+    :func:`~sparse_tutorial.profiles.default_device` (CUDA when present, else the CPU)."""
     sizes = SIZES[profile]
-    device = default_device()
+    device = torch.device(device) if device is not None else default_device()
     if device.type == "cpu":
         torch.set_num_threads(sizes.threads)
     data = data if data is not None else load_translation_data(sizes)
