@@ -72,3 +72,9 @@ def test_frozen_attention_hands_back_weights_on_the_device_of_the_ids():
     weights = frozen_attention(base)(split.token_ids, split.mask)
     assert weights.device == split.token_ids.device and weights.shape == split.token_ids.shape
     torch.testing.assert_close(weights.sum(-1), torch.ones(3))
+
+
+def test_medium_and_full_profiles_cover_every_lambda_of_table_2():
+    from sparse_tutorial.experiments.classification import SETTINGS
+    table_2 = (0.001, 1, 10, 20, 50, 100, 10000)
+    assert SETTINGS["medium"]["lambdas"] == table_2 and SETTINGS["full"]["lambdas"] == table_2
