@@ -88,3 +88,22 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch):
     assert 0 <= out["alignment"]["scores"]["NMT"]["aer"]["mean"] <= 1
     assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
     assert json.loads(json.dumps(out)) == out
+
+
+@pytest.mark.parametrize("corpus", ["bible", "ding"])
+def test_translation_data_from_either_corpus(corpus):
+    from dataclasses import replace
+
+    from sparse_tutorial.data import is_fetched
+    from sparse_tutorial.experiments import nmt
+
+    if not is_fetched(corpus):
+        pytest.skip(f"corpus {corpus!r} not fetched (python -m sparse_tutorial.data fetch {corpus})")
+    sizes = replace(nmt.SIZES["quick"], corpus=corpus, n_train=300, n_dev=20, n_test=30)
+    data = nmt.load_translation_data(sizes)
+    assert data.corpus["name"] == corpus
+    assert (len(data.train), len(data.dev), len(data.test)) == (300, 20, 30)
+    pairs = data.train + data.dev + data.test
+    assert all(len(p.source) <= sizes.max_len and p.target == p.references[0] for p in pairs)
+    assert {len(p.references) for p in pairs} == ({3} if corpus == "bible" else {1})
+    assert not {tuple(p.source) for p in data.test} & {tuple(p.source) for p in data.train}
