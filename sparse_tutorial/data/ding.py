@@ -1,4 +1,4 @@
-"""German-English sentence pairs from the Ding dictionary (Debian ``trans-de-en``), chapters 8-9.
+"""German-English sentence pairs from the Ding dictionary (Debian ``trans-de-en``), chapter 8's exercise.
 
 Source: Debian apt · ``trans-de-en`` · ``/usr/share/trans/de-en`` (Ding by Frank Richter, TU Chemnitz;
 GPL-2+). Each line of the file is ``german :: english``; both sides list the same number of entries
