@@ -96,6 +96,7 @@ def execute_notebook(path: Path, timeout: int = 1800, kernel_name: str = "python
         timeout_func=lambda cell: max(1, round(deadline - time.monotonic())),
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,  # per-cell timestamps would change every stored notebook at every run
     )
     start = time.perf_counter()
     client.execute()
