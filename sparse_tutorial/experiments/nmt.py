@@ -138,11 +138,12 @@ SIZES: dict[str, Sizes] = {
 }
 """``quick``: chapter 9's own run, a couple of minutes on two CPU cores. ``medium-cpu``: every training
 verse of up to 16 tokens, the quick model with 96-dim states, every system with every seed (the sweeps with
-the first), about half an hour per seed on one core. ``full``: verses of up to 30 tokens and paper-like
-depth, for a GPU (the paper: 1000-dim states, 2+2 layers, 4.5 M WMT pairs -- 300 times more sentences than
-the Bible's 25 k training verses). All three translate the German Elberfelder Bible into English and score
-BLEU against three English versions; ``corpus="ding"`` swaps in the Ding dictionary's example sentences,
-which are idioms more often than not and much harder to learn from a few thousand pairs."""
+the first): 40 minutes with ``--seeds 3`` on one core of a shared 2-core machine. ``full``: verses of up to
+30 tokens and paper-like depth, for a GPU (the paper: 1000-dim states, 2+2 layers, 4.5 M WMT pairs -- 180
+times more sentences than the Bible's 25 k training verses). All three translate the German Elberfelder
+Bible into English and score BLEU against three English versions; ``corpus="ding"`` swaps in the Ding
+dictionary's example sentences, which are idioms more often than not and much harder to learn from a few
+thousand pairs."""
 
 
 # ------------------------------------------------------------------------------------------------ data
