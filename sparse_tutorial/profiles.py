@@ -37,6 +37,12 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def training_device(profile_name: str) -> torch.device:
+    """Where the Part III experiments train at ``profile_name``: :func:`default_device` for ``"full"``; the
+    CPU for the smaller profiles, so that the stored quick and medium numbers do not depend on the hardware."""
+    return default_device() if profile_name == "full" else torch.device("cpu")
+
+
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and PyTorch (all devices) so a run is repeatable on the same hardware."""
     random.seed(seed)

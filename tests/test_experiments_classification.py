@@ -78,3 +78,9 @@ def test_medium_and_full_profiles_cover_every_lambda_of_table_2():
     from sparse_tutorial.experiments.classification import SETTINGS
     table_2 = (0.001, 1, 10, 20, 50, 100, 10000)
     assert SETTINGS["medium"]["lambdas"] == table_2 and SETTINGS["full"]["lambdas"] == table_2
+
+
+def test_training_device_is_the_cpu_below_the_full_profile():
+    from sparse_tutorial.profiles import default_device, training_device
+    assert training_device("quick") == training_device("medium") == torch.device("cpu")
+    assert training_device("full") == default_device()

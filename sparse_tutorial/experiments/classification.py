@@ -17,7 +17,7 @@ on 2,500 Rotten Tomatoes training sentences, sized for a 2-core CPU).
 
 Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
 so their numbers do not depend on the hardware) and hands the model back on the CPU, so every analysis
-below runs on CPU tensors; the full profile passes :func:`~sparse_tutorial.profiles.default_device`.
+below runs on CPU tensors; the profiles choose it with :func:`~sparse_tutorial.profiles.training_device`.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from sparse_tutorial.models.classifier import (
     predictions,
     sun_lu_config,
 )
-from sparse_tutorial.profiles import default_device, seed_everything
+from sparse_tutorial.profiles import seed_everything, training_device
 from sparse_tutorial.training import TrainConfig, train
 
 AttentionSource = Callable[[Tensor, Tensor], Tensor]
@@ -324,7 +324,7 @@ def _medians(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 def run(profile: str, seeds: int) -> dict[str, Any]:
     """Chapter 11: the λ table and the score analysis, per task and seed."""
     settings = SETTINGS[profile]
-    device = default_device() if profile == "full" else torch.device("cpu")
+    device = training_device(profile)
     seed_list = tuple(range(seeds))
     table, scores, corpora = [], [], {}
     for corpus, load_kwargs in settings["tasks"]:

@@ -45,7 +45,7 @@ from sparse_tutorial.models.classifier import (
     meister_config,
     predictions,
 )
-from sparse_tutorial.profiles import default_device
+from sparse_tutorial.profiles import training_device
 
 
 @torch.no_grad()
@@ -185,7 +185,7 @@ PROFILE_NOTES = {
 def run(profile: str, seeds: int) -> dict[str, Any]:
     """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed."""
     settings = SETTINGS[profile]
-    device = default_device() if profile == "full" else torch.device("cpu")
+    device = training_device(profile)
     task = load_task("rotten_tomatoes")
     if settings["train"] is not None:
         task = task.subset(settings["train"])

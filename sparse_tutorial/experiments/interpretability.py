@@ -31,7 +31,7 @@ from sparse_tutorial.interpret import (
     normalized_entropy,
 )
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config
-from sparse_tutorial.profiles import default_device
+from sparse_tutorial.profiles import training_device
 
 
 def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, dict[str, float], float | None]]:
@@ -123,7 +123,7 @@ def run(profile: str, seeds: int) -> dict[str, Any]:
     rows = sweep(task, ("bilstm", "transformer"), settings["lambdas"], tuple(range(seeds)),
                  epochs=settings["epochs"], eval_examples=settings["eval_examples"], embed_dim=settings["dim"],
                  hidden_dim=settings["dim"], lr=2e-3,
-                 device=default_device() if profile == "full" else torch.device("cpu"))
+                 device=training_device(profile))
     return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, "rows": rows,
             "lambda_entropy_correlation": {encoder: lambda_entropy_correlation(rows, encoder)
                                            for encoder in ("bilstm", "transformer")}}
