@@ -29,7 +29,8 @@ method started at the bound is Michelot's (1986) update ``τ ← (Σ_{z_j > τ} 
 support no longer changes, which is the optimality condition, so τ is *exactly* the sort-based
 threshold. Entmax-1.5 works the same way with the root of a quadratic on the current support (and a
 sort-based fallback that is never needed in practice). Backward passes use the closed-form Jacobians and
-touch only the candidates. No Python loop runs over batch elements; nothing is compiled.
+touch only the candidates. No Python loop runs over batch elements; nothing is compiled here
+(:mod:`sparse_tutorial.fused` compiles the same exact sparsemax into one kernel, for short rows).
 """
 from __future__ import annotations
 
