@@ -42,8 +42,9 @@ STEPS = 4
 99.2 % of length 128 and 92 % of length 1,024; the others take another call."""
 
 LONG_ROW = 4096
-"""Rows longer than this go to the eager :func:`sparsemax`: there its block-maxima bound leaves a handful of
-candidates after two passes, where the kernel's steps from τ = −1 each pass over the whole row."""
+"""Rows longer than this go to the eager :func:`~sparse_tutorial.projections.sparsemax`: there its
+block-maxima bound leaves a handful of candidates after two passes, where the kernel's steps from τ = −1
+each pass over the whole row."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -140,12 +141,12 @@ class FusedSparsemaxFunction(torch.autograd.Function):
 
 
 def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
-    """Sparsemax by compiled kernels: the same exact projection as :func:`sparsemax`, faster on short rows.
+    """Sparsemax by compiled kernels: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`.
 
-    Rows longer than :data:`LONG_ROW` entries are projected by :func:`sparsemax` itself, which is faster there.
-
-    Use it where :func:`sparsemax` is used, e.g. ``Attention(score, projection=fused_sparsemax)``. Results
-    equal :func:`sparsemax`'s up to float rounding (both are exact; they sum in different orders).
+    Faster on short rows; rows longer than :data:`LONG_ROW` entries are projected by the eager function
+    itself, which is faster there. Use it wherever the eager one is used, e.g.
+    ``Attention(score, projection=fused_sparsemax)``. Results equal the eager ones up to float rounding
+    (both are exact; they sum in different orders).
 
     Args:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
