@@ -32,10 +32,10 @@ import warnings
 from typing import Callable, Optional
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.projections import _as_rows, _from_rows, sparsemax
+from sparse_tutorial.projections import Sparsemax, _as_rows, _from_rows, sparsemax
 
 STEPS = 4
 """Michelot steps per kernel call. From τ = −1 they settle 99.8 % of standard-normal rows of length 32,
@@ -128,8 +128,7 @@ class FusedSparsemaxFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # noqa: D102 - documented on the class
-        with torch.no_grad():
-            weights = _fused_forward(x)
+        weights = _fused_forward(x)  # autograd.Function runs forward without grad
         ctx.save_for_backward(weights)
         return weights
 
@@ -137,7 +136,7 @@ class FusedSparsemaxFunction(torch.autograd.Function):
     def backward(ctx, grad_output: Tensor) -> Tensor:  # noqa: D102
         (weights,) = ctx.saved_tensors
         with torch.no_grad():
-            return _KERNELS.backward(grad_output.detach().contiguous(), weights)
+            return _KERNELS.backward(grad_output.detach().contiguous(), weights.detach())
 
 
 def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
@@ -163,12 +162,8 @@ def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
     return _from_rows(weights, scores, dim).to(scores.dtype)
 
 
-class FusedSparsemax(nn.Module):
-    """Module twin of :func:`fused_sparsemax`."""
-
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
+class FusedSparsemax(Sparsemax):
+    """Module twin of :func:`fused_sparsemax`: a :class:`~sparse_tutorial.projections.Sparsemax` on the kernels."""
 
     def forward(self, scores: Tensor) -> Tensor:
         return fused_sparsemax(scores, self.dim)
