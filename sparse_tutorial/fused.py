@@ -1,151 +1,154 @@
-"""Fused sparsemax: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`, compiled.
+"""Fused sparsemax: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`, as one C++ kernel.
 
 The eager :func:`~sparse_tutorial.projections.sparsemax` launches a few dozen PyTorch operations, each a
 pass over the scores. On long rows that is cheap next to the arithmetic; on many short rows (attention
-over 32 source words for a batch of 4,096 queries) the passes and their launches are the cost.
-``torch.compile`` (TorchInductor) fuses the whole computation into one kernel that works row by row: a C++
-loop nest on the CPU, a Triton kernel on a GPU. The appendix "How fast is sparse attention?" measures both.
+over 32 source words for a batch of 4,096 queries) the passes and their launches are the cost. Here the
+same algorithm (shift by the row max, Michelot steps from τ = −1 until the support stops changing, which
+is the optimality condition) runs as one hand-written C++ kernel, ``fused_sparsemax.cpp`` beside this
+file, and so does the closed-form backward pass ``J v = s ⊙ (v − mean_S v)``. Each row stops as soon as
+it is exact.
 
-The algorithm is written for fusion (it has no data-dependent shapes):
+Its one trick is the data layout. Every operation works on a vector of 16 floats (8 doubles):
 
-1. the row maximum (every score is shifted by it, so τ ∈ [−1, 0));
-2. :data:`STEPS` Michelot steps ``τ ← τ + (Σ max(z − τ, 0) − 1) / |{z > τ}|`` from τ = −1, the same Newton
-   iteration as the eager projection, kept monotone by a ``maximum``;
-3. a test per row: is the support at the last τ the one that τ was computed from? Then τ is the exact
-   threshold (the optimality condition, see :mod:`sparse_tutorial.projections`);
-4. the rare rows that fail the test (flat rows with a large support need more steps) go through the same
-   kernel again, from their current τ, until every row passes. The result is exact, never approximate.
+* in the forward pass, rows up to 64 long are transposed in blocks of 16, one row per vector lane, so
+  that the sums over a row run down the vectors lane by lane, with no sums across lanes, and 16 rows
+  take their steps together; longer rows are cut into vectors of consecutive scores, whose lanes are
+  added up once per step;
+* the backward pass needs one sum per row, so it reads the rows in place, in vectors of consecutive
+  scores.
 
-The backward pass is the closed form ``J v = s ⊙ (v − mean_S v)``, compiled too. Rows longer than
-:data:`LONG_ROW` go to the eager projection, whose block-maxima bound needs two passes where step 2 needs
-several.
-
-The first call for a device and dtype compiles the kernels, which takes seconds to tens of seconds (about
-20 s on a 2-core CPU the first time; a few seconds once TorchInductor's disk cache has them), and says so
-in a log message. When compilation is impossible (no C++ compiler, an unsupported platform) the eager
-``sparsemax`` is used instead, with one warning: same results, eager speed.
+The kernel is compiled with the system's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``)
+the first time it is needed in a process, which takes about a second, and is called through
+:mod:`ctypes`. On other devices than the CPU, and when no compiler works (the first failure is reported
+in one warning), :func:`fused_sparsemax` is the eager ``sparsemax``: same results, eager speed. The
+appendix "How fast is sparse attention?" measures both.
 """
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
+import shutil
+import subprocess
+import tempfile
 import warnings
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Optional
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
 from sparse_tutorial.projections import Sparsemax, _as_rows, _from_rows, sparsemax
 
-STEPS = 4
-"""Michelot steps per kernel call. From τ = −1 they settle 99.8 % of standard-normal rows of length 32,
-99.2 % of length 128 and 92 % of length 1,024; the others take another call."""
+KERNEL_SOURCE = Path(__file__).with_name("fused_sparsemax.cpp")
+"""The C++ source of the forward and backward kernels."""
 
-LONG_ROW = 4096
-"""Rows longer than this go to the eager :func:`~sparse_tutorial.projections.sparsemax`: there its
-block-maxima bound leaves a handful of candidates after two passes, where the kernel's steps from τ = −1
-each pass over the whole row."""
+COMPILER_FLAGS = [["-O3", "-std=c++17", "-march=native", "-fopenmp"], ["-O3", "-std=c++17"]]
+"""Tried in order: tuned for this CPU and multi-threaded, then plain (any C++17 compiler)."""
 
 _LOG = logging.getLogger(__name__)
+_KERNEL_DTYPES = {torch.float32: "float", torch.float64: "double"}
+_POINTER, _INT64 = ctypes.c_void_p, ctypes.c_int64
 
 
-def _michelot_kernel(x: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Sparsemax steps for the rows of ``x: (rows, n)`` from the lower bounds ``tau: (rows, 1)``.
-
-    Returns ``(weights (rows, n), row_max (rows, 1), tau, exact (rows, 1) bool)``. ``row_max`` is for input
-    validation; where ``exact`` is False, ``weights`` are not final and the caller continues from ``tau``.
-    An all ``-inf`` row (shifted by 0, support size 0) is exact with weights 0.
-    """
-    row_max = x.amax(1, keepdim=True)
-    z = x - torch.where(torch.isneginf(row_max), 0.0, row_max)
-    size = torch.zeros_like(tau)
-    for _ in range(STEPS):
-        size = (z > tau).to(z.dtype).sum(1, keepdim=True)
-        tau = torch.maximum(tau, tau + ((z - tau).clamp_min(0).sum(1, keepdim=True) - 1) / size.clamp_min(1))
-    exact = (z > tau).to(z.dtype).sum(1, keepdim=True) == size
-    return (z - tau).clamp_min(0), row_max, tau, exact
+def _compiler() -> Optional[str]:
+    """The C++ compiler to use: ``$CXX`` if set, else the first of ``c++``, ``g++``, ``clang++`` on the PATH."""
+    return os.environ.get("CXX") or next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
 
 
-def _backward_kernel(grad_output: Tensor, weights: Tensor) -> Tensor:
-    """``s ⊙ (v − mean_S v)`` for the rows of ``grad_output: (rows, n)``, ``s`` the support of ``weights``."""
-    support = (weights > 0).to(grad_output.dtype)
-    grad = grad_output * support
-    return grad - support * (grad.sum(1, keepdim=True) / support.sum(1, keepdim=True).clamp_min(1))
+def _build() -> ctypes.CDLL:
+    """Compile :data:`KERNEL_SOURCE` into a shared library and load it; raise ``RuntimeError`` if impossible."""
+    compiler = _compiler()
+    if compiler is None:
+        raise RuntimeError("no C++ compiler found (set CXX)")
+    _LOG.info("sparse_tutorial.fused: compiling the sparsemax kernel with %s (once per process)", compiler)
+    with tempfile.TemporaryDirectory() as directory:
+        library_path = Path(directory) / "fused_sparsemax.so"
+        for flags in COMPILER_FLAGS:
+            command = [compiler, *flags, "-shared", "-fPIC", str(KERNEL_SOURCE), "-o", str(library_path)]
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode == 0:
+                return _declare(ctypes.CDLL(str(library_path)))  # loaded: the file may go
+    last_line = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+    raise RuntimeError(f"{compiler} failed: {last_line}")
 
 
-class _Kernels:
-    """The compiled kernels, made on first use, or the reason they cannot be (then eager is used)."""
+def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
+    """Set the C signatures of the kernel's entry points (see the end of the C++ source)."""
+    for name in _KERNEL_DTYPES.values():
+        forward, backward = getattr(library, f"sparsemax_forward_{name}"), getattr(library, f"sparsemax_backward_{name}")
+        forward.argtypes, forward.restype = [_POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], _INT64
+        backward.argtypes, backward.restype = [_POINTER, _POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], None
+    return library
+
+
+class _Kernel:
+    """The compiled library, built on first use, or the reason it cannot be (then eager is used)."""
 
     def __init__(self) -> None:
-        self.forward: Optional[Callable] = None
-        self.backward: Optional[Callable] = None
+        self.library: Optional[ctypes.CDLL] = None
         self.failure: Optional[str] = None
-        self.compiled_for: set[tuple[str, torch.dtype]] = set()
 
-    def ready(self, x: Tensor) -> bool:
-        """Compile (once) and try the kernels on a tiny input like ``x``; False if that fails."""
-        key = (x.device.type, x.dtype)
-        if self.failure is not None:
-            return False
-        if key in self.compiled_for:
-            return True
-        _LOG.warning("sparse_tutorial.fused: compiling the sparsemax kernels for %s %s (once per process; "
-                     "up to tens of seconds the first time, a few seconds from the disk cache)", *key)
-        try:
-            if self.forward is None:
-                self.forward = torch.compile(_michelot_kernel, dynamic=True, fullgraph=True)
-                self.backward = torch.compile(_backward_kernel, dynamic=True, fullgraph=True)
-            probe = torch.tensor([[0.5, 0.0, -2.0], [0.1, 0.2, 0.3]], dtype=x.dtype, device=x.device)
-            with torch.no_grad():  # the kernels always run without autograd (one compilation, not two)
-                weights = self.forward(probe, probe.new_full((2, 1), -1.0))[0]
-                self.backward(probe, weights)
-        except Exception as error:  # noqa: BLE001 - any compiler failure means: use eager
-            self.failure = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-            warnings.warn(f"fused_sparsemax cannot compile ({self.failure}); using the eager sparsemax "
-                          f"(same results, eager speed)", RuntimeWarning, stacklevel=3)
-            return False
-        self.compiled_for.add(key)
-        return True
+    def ready(self) -> bool:
+        """Build the library once; False (and one warning, the first time) if that fails."""
+        if self.library is None and self.failure is None:
+            try:
+                self.library = _build()
+            except (RuntimeError, OSError) as error:
+                self.failure = str(error)
+                warnings.warn(f"fused_sparsemax cannot compile its kernel ({self.failure}); using the eager "
+                              f"sparsemax (same results, eager speed)", RuntimeWarning, stacklevel=3)
+        return self.library is not None
 
+    def forward(self, x: Tensor) -> Tensor:
+        """Sparsemax of the rows of the contiguous ``x: (rows, n)``; raises on NaN or +inf scores."""
+        weights = torch.empty_like(x)
+        entry = getattr(self.library, f"sparsemax_forward_{_KERNEL_DTYPES[x.dtype]}")
+        if entry(x.data_ptr(), weights.data_ptr(), *x.shape, torch.get_num_threads()):
+            check_row_max(x.amax(1, keepdim=True), "scores")  # names the problem (the kernel counted it)
+        return weights
 
-_KERNELS = _Kernels()
+    def backward(self, weights: Tensor, grad_output: Tensor) -> Tensor:
+        """``s ⊙ (v − mean_S v)`` for the rows of the contiguous ``grad_output: (rows, n)``."""
+        grad = torch.empty_like(weights)
+        entry = getattr(self.library, f"sparsemax_backward_{_KERNEL_DTYPES[weights.dtype]}")
+        entry(weights.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), *weights.shape, torch.get_num_threads())
+        return grad
 
 
-def _fused_forward(x: Tensor) -> Tensor:
-    """Exact sparsemax of the rows of ``x: (rows, n)`` with the compiled kernel (validation included)."""
-    x = x.detach()
-    weights, row_max, tau, exact = _KERNELS.forward(x, x.new_full((x.shape[0], 1), -1.0))
-    check_row_max(row_max, "scores")
-    while not bool(exact.all()):
-        rows = (~exact).squeeze(1).nonzero().squeeze(1).repeat(2)  # ≥ 2 rows: no recompile for 1 row
-        weights_rows, _, tau_rows, exact_rows = _KERNELS.forward(x[rows], tau[rows])
-        weights[rows], tau[rows], exact[rows] = weights_rows, tau_rows, exact_rows
-    return weights
+_KERNEL = _Kernel()
 
 
 class FusedSparsemaxFunction(torch.autograd.Function):
-    """Sparsemax of ``(rows, n)`` scores by the compiled kernels, forward and backward."""
+    """Sparsemax along ``dim`` by the C++ kernel, forward and backward: one autograd node.
+
+    The reshaping to contiguous ``(rows, n)`` and back, and the float32 upcast of half precision, happen
+    inside the node, so autograd records none of them.
+    """
 
     @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:  # noqa: D102 - documented on the class
-        weights = _fused_forward(x)  # autograd.Function runs forward without grad
+    def forward(ctx, scores: Tensor, dim: int) -> Tensor:  # noqa: D102 - documented on the class
+        weights = _KERNEL.forward(_as_rows(compute_dtype(scores.detach()), dim))
         ctx.save_for_backward(weights)
-        return weights
+        ctx.dim = dim
+        return _from_rows(weights, scores, dim).to(scores.dtype)
 
     @staticmethod
-    def backward(ctx, grad_output: Tensor) -> Tensor:  # noqa: D102
+    @once_differentiable  # the kernel is not differentiable twice, and autograd says so if asked
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
         (weights,) = ctx.saved_tensors
-        with torch.no_grad():
-            return _KERNELS.backward(grad_output.detach().contiguous(), weights.detach())
+        grad = _KERNEL.backward(weights, _as_rows(grad_output.to(weights.dtype), ctx.dim))
+        return _from_rows(grad, grad_output, ctx.dim).to(grad_output.dtype), None
 
 
 def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
-    """Sparsemax by compiled kernels: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`.
+    """Sparsemax by the C++ kernel: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`.
 
-    Faster on short rows; rows longer than :data:`LONG_ROW` entries are projected by the eager function
-    itself, which is faster there. Use it wherever the eager one is used, e.g.
-    ``Attention(score, projection=fused_sparsemax)``. Results equal the eager ones up to float rounding
-    (both are exact; they sum in different orders).
+    Use it wherever the eager one is used, e.g. ``Attention(score, projection=fused_sparsemax)``. Results
+    equal the eager ones up to float rounding (both are exact; they sum in different orders). Off the CPU,
+    or without a working C++ compiler, it is the eager function.
 
     Args:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
@@ -154,16 +157,13 @@ def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
         weights of the shape and dtype of ``scores``.
     """
     check_floating(scores, "scores", dim)
-    x = _as_rows(compute_dtype(scores), dim)
-    # Eager for long rows (faster), and for tiny inputs (no recompilation for a size of 0 or 1).
-    if min(x.shape) < 2 or x.shape[1] > LONG_ROW or not _KERNELS.ready(x):
+    if scores.device.type != "cpu" or not _KERNEL.ready():
         return sparsemax(scores, dim)
-    weights = FusedSparsemaxFunction.apply(x)
-    return _from_rows(weights, scores, dim).to(scores.dtype)
+    return FusedSparsemaxFunction.apply(scores, dim)
 
 
 class FusedSparsemax(Sparsemax):
-    """Module twin of :func:`fused_sparsemax`: a :class:`~sparse_tutorial.projections.Sparsemax` on the kernels."""
+    """Module twin of :func:`fused_sparsemax`: a :class:`~sparse_tutorial.projections.Sparsemax` on the kernel."""
 
     def forward(self, scores: Tensor) -> Tensor:
         return fused_sparsemax(scores, self.dim)

@@ -1,4 +1,4 @@
-"""Tests of sparse_tutorial.fused: the compiled sparsemax equals the eager one, edge cases, fallback."""
+"""Tests of sparse_tutorial.fused: the C++ sparsemax equals the eager one, edge cases, fallback."""
 from __future__ import annotations
 
 import logging
@@ -14,8 +14,8 @@ from sparse_tutorial.fused import FusedSparsemax, fused_sparsemax
 INF = float("inf")
 
 
-def _scores(*shape: int, scale: float = 1.0, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * scale
+def _scores(*shape: int, scale: float = 1.0, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype) * scale
 
 
 @pytest.mark.parametrize("shape", [(4096, 32), (64, 128), (8, 1024), (3, 4, 5)])
@@ -27,16 +27,51 @@ def test_equals_eager_and_entmax_sparsemax(shape, scale):
     torch.testing.assert_close(weights, entmax.sparsemax(scores, -1), atol=1e-6, rtol=0)
 
 
-def test_rows_that_need_more_steps_are_finished_exactly():
-    scores = _scores(64, 1024, scale=0.01)  # flat rows: a large support, many Michelot steps
-    exact = fused._KERNELS.forward(scores, scores.new_full((64, 1), -1.0))[3]
-    assert not exact.all(), "this input should need more than one kernel call"
+@pytest.mark.parametrize("length", [1, 2, 15, 16, 17, 63, 64, 65, 100, 5000])
+@pytest.mark.parametrize("rows", [1, 15, 16, 17, 33])
+def test_both_layouts_with_partial_blocks_and_vectors(rows, length):
+    """Rows up to 64 long go 16 to a block (one per lane), longer ones in vectors; neither need fill up."""
+    scores, upstream = _scores(rows, length, scale=3), _scores(rows, length, seed=1)
+    grads = []
+    for projection in (fused_sparsemax, sparsemax):
+        leaf = scores.clone().requires_grad_(True)
+        grads.append(torch.autograd.grad(projection(leaf), leaf, upstream)[0])
     torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores), atol=1e-6, rtol=0)
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=0)
 
 
-def test_rows_longer_than_long_row_use_the_eager_projection():
-    scores = _scores(3, fused.LONG_ROW + 1)
-    assert torch.equal(fused_sparsemax(scores), sparsemax(scores))
+@pytest.mark.parametrize("length", [40, 1024])
+def test_flat_rows_that_need_many_steps_are_exact(length):
+    scores = _scores(64, length, scale=0.001)  # a large support: many Michelot steps, a different count per row
+    weights = fused_sparsemax(scores)
+    assert (weights > 0).sum(1).min() > length // 2
+    torch.testing.assert_close(weights, sparsemax(scores), atol=1e-6, rtol=0)
+
+
+def test_the_portable_build_gives_the_same_results(monkeypatch):
+    """Without -march=native and OpenMP (the second set of flags, for compilers that lack them)."""
+    monkeypatch.setattr(fused, "COMPILER_FLAGS", fused.COMPILER_FLAGS[-1:])
+    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
+    for shape in [(33, 20), (5, 300)]:
+        scores, upstream = _scores(*shape, scale=3), _scores(*shape, seed=1)
+        leaf = scores.clone().requires_grad_(True)
+        weights = fused_sparsemax(leaf)
+        assert fused._KERNEL.library is not None
+        torch.testing.assert_close(weights, sparsemax(scores), atol=1e-6, rtol=0)
+        grad = torch.autograd.grad(weights, leaf, upstream)[0]
+        torch.testing.assert_close(grad, torch.autograd.grad(sparsemax(leaf), leaf, upstream)[0], atol=1e-5, rtol=0)
+
+
+def test_threads_change_nothing():
+    scores = _scores(2048, 48)  # enough scores for the kernel to use every thread
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        alone = fused_sparsemax(scores)
+        torch.set_num_threads(max(2, threads))
+        assert torch.equal(fused_sparsemax(scores), alone)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1])
@@ -100,27 +135,38 @@ def test_single_rows_length_one_and_empty_batches(shape):
     torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores))
 
 
-def test_first_compilation_is_announced(monkeypatch, caplog):
-    monkeypatch.setattr(fused, "_KERNELS", fused._Kernels())
-    with caplog.at_level(logging.WARNING, logger="sparse_tutorial.fused"):
+def test_compilation_happens_once_and_is_logged(monkeypatch, caplog):
+    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
+    with caplog.at_level(logging.INFO, logger="sparse_tutorial.fused"):
         fused_sparsemax(_scores(4, 5))
-        fused_sparsemax(_scores(4, 6))
+        fused_sparsemax(_scores(4, 6, dtype=torch.float64))
     assert sum("compiling" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_a_compiler_failure_falls_back_to_eager_with_one_warning(monkeypatch):
-    def broken_compile(*args, **kwargs):
-        raise RuntimeError("no C++ compiler found")
-
-    monkeypatch.setattr(fused, "_KERNELS", fused._Kernels())
-    monkeypatch.setattr(fused.torch, "compile", broken_compile)
+@pytest.mark.parametrize("compiler, message", [(None, "no C.. compiler found"), ("false", "false failed")])
+def test_without_a_working_compiler_it_is_eager_with_one_warning(monkeypatch, compiler, message):
+    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
+    monkeypatch.setattr(fused, "_compiler", lambda: compiler)
     scores = _scores(8, 9)
-    with pytest.warns(RuntimeWarning, match="no C.. compiler found"):
+    with pytest.warns(RuntimeWarning, match=message):
         weights = fused_sparsemax(scores)
     torch.testing.assert_close(weights, sparsemax(scores))
     with warnings.catch_warnings():  # the second call is quiet
         warnings.simplefilter("error")
         torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_on_a_gpu_it_is_the_eager_sparsemax():
+    scores = _scores(8, 40).cuda()
+    assert torch.equal(fused_sparsemax(scores), sparsemax(scores))
+
+
+def test_differentiating_twice_is_refused():
+    leaf, upstream = _scores(3, 5).requires_grad_(True), _scores(3, 5, seed=1).requires_grad_(True)
+    (grad,) = torch.autograd.grad(fused_sparsemax(leaf), leaf, upstream, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        grad.sum().backward()
 
 
 def test_module_twin_and_use_in_attention():
