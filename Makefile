@@ -21,7 +21,7 @@ PROFILE ?= quick
 # --all: Sphinx re-reads every page, so warnings of unchanged pages are not hidden by an incremental build.
 BUILD_FLAGS := --all -W -n --keep-going
 
-.PHONY: book html test data browser clean
+.PHONY: book html test data browser compiler clean
 
 $(STAMP): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -48,7 +48,7 @@ html: $(STAMP) $(MATHJAX)
 	$(VENV)/bin/jupyter-book build . $(BUILD_FLAGS)
 	touch _build/html/.nojekyll
 
-book: data $(MATHJAX)
+book: data compiler $(MATHJAX)
 	$(PY) -m sparse_tutorial.book_tools execute --timeout $(CHAPTER_TIMEOUT) --profile $(PROFILE) $(if $(GPU),--gpu)
 	$(MAKE) html
 
@@ -57,7 +57,13 @@ browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "make: chromium not found and not root: the browser test will be skipped" >&2
 
-test: data browser html
+# sparse_tutorial.fused compiles its C++ kernel on first use; on Debian as root g++ is installed when missing.
+compiler:
+	@command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/dev/null \
+	  || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq g++ >/dev/null; } \
+	  || { echo "make: a C++ compiler is needed for sparse_tutorial.fused (apt-get install g++)" >&2; exit 1; }
+
+test: data browser compiler html
 	$(PY) -m pytest
 
 clean:
