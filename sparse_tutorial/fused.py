@@ -19,7 +19,7 @@ Its one trick is the data layout. Every operation works on a vector of 16 floats
 
 The kernel is compiled with the system's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``)
 the first time it is needed in a process, which takes about a second, and is called through
-:mod:`ctypes`. On other devices than the CPU, and when no compiler works (the first failure is reported
+``ctypes``. On other devices than the CPU, and when no compiler works (the first failure is reported
 in one warning), :func:`fused_sparsemax` is the eager ``sparsemax``: same results, eager speed. The
 appendix "How fast is sparse attention?" measures both.
 """

@@ -133,7 +133,7 @@ static void backward_row(const T* weights, const T* grad_output, T* grad, int64_
     });
 }
 
-// Short rows: rows [first, first + block) of the (rows, n) matrix into lane b of columns[i]; lanes past
+// Short rows: the first `block` rows of a (rows, n) matrix, row b into lane b of columns[i]; lanes past
 // the last row repeat it (they are computed and never written back).
 template <typename T>
 static void load_block(const T* matrix, int64_t block, int64_t n, Vec<T>* columns) {
@@ -162,7 +162,7 @@ static void store_row(const Vec<T>* columns, int64_t n, T* row) {
     std::memcpy(row, columns, n * sizeof(T));
 }
 
-// Both passes split the rows over `threads` OpenMP threads; each thread has its own column buffers.
+// Both passes split the rows over `threads` OpenMP threads; in the forward pass each has its own buffer.
 template <typename T>
 static int64_t forward(const T* scores, T* weights, int64_t rows, int64_t n, int threads) {
     using V = Vec<T>;
