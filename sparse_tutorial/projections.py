@@ -30,7 +30,7 @@ support no longer changes, which is the optimality condition, so τ is *exactly*
 threshold. Entmax-1.5 works the same way with the root of a quadratic on the current support (and a
 sort-based fallback that is never needed in practice). Backward passes use the closed-form Jacobians and
 touch only the candidates. No Python loop runs over batch elements; nothing is compiled here
-(:mod:`sparse_tutorial.fused` compiles the same exact sparsemax into one kernel, for short rows).
+(:mod:`sparse_tutorial.fused` is the same exact sparsemax as one C++ kernel, for the CPU).
 """
 from __future__ import annotations
 

@@ -18,6 +18,17 @@ def _scores(*shape: int, scale: float = 1.0, seed: int = 0, dtype: torch.dtype =
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype) * scale
 
 
+def _assert_matches_eager(scores: torch.Tensor, upstream: torch.Tensor, grad_atol: float = 1e-5) -> None:
+    """fused_sparsemax's weights (to 1e-6) and input gradient for ``upstream`` equal the eager sparsemax's."""
+    weights, grads = [], []
+    for projection in (fused_sparsemax, sparsemax):
+        leaf = scores.clone().requires_grad_(True)
+        weights.append(projection(leaf))
+        grads.append(torch.autograd.grad(weights[-1], leaf, upstream)[0])
+    torch.testing.assert_close(weights[0], weights[1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(grads[0], grads[1], atol=grad_atol, rtol=0)
+
+
 @pytest.mark.parametrize("shape", [(4096, 32), (64, 128), (8, 1024), (3, 4, 5)])
 @pytest.mark.parametrize("scale", [0.1, 1.0, 10.0])
 def test_equals_eager_and_entmax_sparsemax(shape, scale):
@@ -31,13 +42,7 @@ def test_equals_eager_and_entmax_sparsemax(shape, scale):
 @pytest.mark.parametrize("rows", [1, 15, 16, 17, 33])
 def test_both_layouts_with_partial_blocks_and_vectors(rows, length):
     """Rows up to 64 long go 16 to a block (one per lane), longer ones in vectors; neither need fill up."""
-    scores, upstream = _scores(rows, length, scale=3), _scores(rows, length, seed=1)
-    grads = []
-    for projection in (fused_sparsemax, sparsemax):
-        leaf = scores.clone().requires_grad_(True)
-        grads.append(torch.autograd.grad(projection(leaf), leaf, upstream)[0])
-    torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores), atol=1e-6, rtol=0)
-    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=0)
+    _assert_matches_eager(_scores(rows, length, scale=3), _scores(rows, length, seed=1))
 
 
 @pytest.mark.parametrize("length", [40, 1024])
@@ -53,13 +58,8 @@ def test_the_portable_build_gives_the_same_results(monkeypatch):
     monkeypatch.setattr(fused, "COMPILER_FLAGS", fused.COMPILER_FLAGS[-1:])
     monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
     for shape in [(33, 20), (5, 300)]:
-        scores, upstream = _scores(*shape, scale=3), _scores(*shape, seed=1)
-        leaf = scores.clone().requires_grad_(True)
-        weights = fused_sparsemax(leaf)
+        _assert_matches_eager(_scores(*shape, scale=3), _scores(*shape, seed=1))
         assert fused._KERNEL.library is not None
-        torch.testing.assert_close(weights, sparsemax(scores), atol=1e-6, rtol=0)
-        grad = torch.autograd.grad(weights, leaf, upstream)[0]
-        torch.testing.assert_close(grad, torch.autograd.grad(sparsemax(leaf), leaf, upstream)[0], atol=1e-5, rtol=0)
 
 
 def test_threads_change_nothing():
@@ -104,12 +104,7 @@ def test_half_precision_is_computed_in_float32(dtype):
 
 
 def test_gradient_equals_eager_and_passes_gradcheck():
-    scores, upstream = _scores(32, 20, scale=2), _scores(32, 20, seed=1)
-    grads = []
-    for projection in (fused_sparsemax, sparsemax):
-        leaf = scores.clone().requires_grad_(True)
-        grads.append(torch.autograd.grad(projection(leaf), leaf, upstream)[0])
-    torch.testing.assert_close(grads[0], grads[1], atol=1e-6, rtol=0)
+    _assert_matches_eager(_scores(32, 20, scale=2), _scores(32, 20, seed=1), grad_atol=1e-6)
     leaf = _scores(3, 7, scale=2).double().requires_grad_(True)
     assert torch.autograd.gradcheck(fused_sparsemax, (leaf,))
 
