@@ -32,6 +32,7 @@ import torch.utils.benchmark as benchmark
 import sparse_tutorial
 from sparse_tutorial import entmax15, softmax, sparsemax
 from sparse_tutorial.fused import fused_sparsemax
+from sparse_tutorial.hardware import cpu_backend
 
 SHAPES = [(4096, 32), (4096, 128), (1024, 1024), (64, 8192)]
 """(rows, length) pairs: many short rows, medium rows, a square matrix, few very long rows."""
@@ -56,17 +57,6 @@ CPU_ONLY = {"ours.fused_sparsemax"}
 EQUALITY = [("ours.sparsemax", "entmax.sparsemax"), ("ours.fused_sparsemax", "entmax.sparsemax"),
             ("ours.entmax15", "entmax.entmax15")]
 """Pairs whose outputs (to 1e-6) and input gradients (to 1e-5, sums of float32 rounding) must agree."""
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 TIMER_THREADS = 1
@@ -176,7 +166,7 @@ def main() -> None:
     report = {
         "command": " ".join(["python", *sys.argv]),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hardware": {"cpu": cpu_model(), "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "hardware": {"cpu": cpu_backend()["model"], "cpu_backend": cpu_backend(), "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "platform": platform.platform(),
                      "gpu": torch.cuda.get_device_name(0) if "cuda" in devices else None},
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,

@@ -26,6 +26,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from tqdm.auto import tqdm
 
+from sparse_tutorial.hardware import cpu_backend, describe_cpu_backend
 from sparse_tutorial.profiles import PROFILES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -152,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(str(path.relative_to(REPO_ROOT)) for path in toc_notebooks()))
         return 0
     paths = [path.resolve() for path in args.paths] or toc_notebooks()
+    # Trained numbers depend on the CPU back end (see the appendix "Reproducibility"); say which one ran.
+    print(f"book_tools: executing on {describe_cpu_backend(cpu_backend())}", file=sys.stderr)
     try:
         seconds = execute_book(paths, timeout=args.timeout, profile_name=args.profile, use_gpu=args.gpu)
     except ChapterError as error:

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
 _NOT_EXPERIMENTS = {"runner"}
@@ -55,7 +56,8 @@ def results_dir() -> Path:
 
 
 def environment(device: torch.device | None = None) -> dict[str, Any]:
-    """Library versions, hardware and device of this process."""
+    """Library versions, hardware and device of this process; ``cpu`` is :func:`~sparse_tutorial.hardware.cpu_backend`
+    (the CPU model, its vector instructions and the kernels PyTorch picked), which trained numbers depend on."""
     device = device or default_device()
     versions = {}
     for name in _LIBRARIES:
@@ -65,7 +67,7 @@ def environment(device: torch.device | None = None) -> dict[str, Any]:
             versions[name] = None
     env = {"python": platform.python_version(), "libraries": versions, "platform": platform.platform(),
            "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-           "torch_threads": torch.get_num_threads(), "device": str(device)}
+           "torch_threads": torch.get_num_threads(), "device": str(device), "cpu": cpu_backend()}
     if device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(device)
     return env
