@@ -106,3 +106,27 @@ def test_library_examples_run(document, capsys):
     for block in blocks:
         exec(compile(block, document, "exec"), {})
     assert "tensor([[0.8000, 0.2000, 0.0000, 0.0000]])" in capsys.readouterr().out
+
+
+IGNORE_OUTPUT = "nbval-ignore-output"
+IGNORE_REASONS = {
+    "machine-dependent": "prints trained numbers, which move with the CPU's vector kernels and thread count",
+    "timing": "prints wall-clock times or speeds",
+}
+"""Why nbval may ignore a cell's text: one of these tags goes with every ``nbval-ignore-output``."""
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: str(path.relative_to(BOOK)))
+def test_ignored_outputs_say_why_and_keep_their_claims(path):
+    for number, cell in enumerate(code_sources(path), start=1):
+        tags = set(cell.metadata.get("tags", []))
+        reasons = tags & set(IGNORE_REASONS)
+        where = f"{path.name}, code cell {number}"
+        if IGNORE_OUTPUT in tags:
+            assert len(reasons) == 1, f"{where}: tag {IGNORE_OUTPUT} with exactly one reason of {IGNORE_REASONS}"
+        else:
+            assert not reasons, f"{where}: tagged {reasons} but nbval compares it: add {IGNORE_OUTPUT}"
+        if "machine-dependent" in tags:
+            assert re.search(r"^\s*assert\b", cell.source, re.MULTILINE), (
+                f"{where}: nbval ignores its text, so the claim it prints must be an assert in the cell"
+            )
