@@ -163,10 +163,12 @@ def main() -> None:
             print(f"{device} {shape}", flush=True)
             results += time_shape(shape, device, args.rounds, args.min_run_time)
             equalities += equality(shape, device)
+    backend = cpu_backend()  # the kernels and vector width the timings were taken with
     report = {
         "command": " ".join(["python", *sys.argv]),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hardware": {"cpu": cpu_backend()["model"], "cpu_backend": cpu_backend(), "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "hardware": {"cpu": backend["model"], "cpu_backend": backend, "logical_cores": os.cpu_count(),
+                     "torch_threads": torch.get_num_threads(),
                      "platform": platform.platform(),
                      "gpu": torch.cuda.get_device_name(0) if "cuda" in devices else None},
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
