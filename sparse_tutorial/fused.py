@@ -1,30 +1,29 @@
-"""Fused sparsemax: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`, as one C++ kernel.
+"""The compiled CPU kernel behind :func:`~sparse_tutorial.projections.sparsemax` and
+:func:`~sparse_tutorial.projections.entmax15`.
 
-The eager :func:`~sparse_tutorial.projections.sparsemax` launches a few dozen PyTorch operations, each a
-pass over the scores. On long rows that is cheap next to the arithmetic; on many short rows (attention
-over 32 source words for a batch of 4,096 queries) the passes and their launches are the cost. Here the
-same algorithm (shift by the row max, Michelot steps from τ = −1 until the support stops changing, which
-is the optimality condition) runs as one hand-written C++ kernel, ``fused_sparsemax.cpp`` beside this
-file, and so does the closed-form backward pass ``J v = s ⊙ (v − mean_S v)``. Each row stops as soon as
-it is exact.
+On the CPU both projections call this kernel when it is available, and the pure-PyTorch ("eager") code
+otherwise; you never call it yourself. It runs the same exact algorithms as the eager code (shift by the
+row max, then a threshold search that stops when the support stops changing), and the closed-form
+backward passes, as one hand-written C++ function each: ``fused_sparsemax.cpp`` beside this file, whose
+header explains the layout (one short row per SIMD lane, so sums over a row never cross lanes; long rows
+in consecutive vectors) and why sums are accumulated in double.
 
-Its one trick is the data layout. Every operation works on a vector of 16 floats (8 doubles):
+Compilation. The kernel is compiled with the system's C++ compiler (``$CXX``, else ``c++``, ``g++`` or
+``clang++``) the first time it is needed in a process, which takes about a second and is logged, and is
+called through ``ctypes``. It is compiled for the CPU it runs on (``-march=native``): its vectors are as
+wide as that CPU's registers (64 bytes with AVX-512, 32 with AVX2), because a kernel written for wider
+vectors than the CPU has is slower than plain PyTorch. ``$SPARSE_TUTORIAL_MARCH`` compiles for another
+target instead (``x86-64-v3`` is AVX2, ``x86-64-v4`` AVX-512), which is how the benchmark times both on one
+machine. When no compiler works, the first failure is reported in one warning and the eager code is used:
+same results up to float rounding, eager speed. ``$SPARSE_TUTORIAL_KERNEL=0``, or the :func:`eager` context,
+turns the kernel off.
 
-* in the forward pass, rows up to 64 long are transposed in blocks of 16, one row per vector lane, so
-  that the sums over a row run down the vectors lane by lane, with no sums across lanes, and 16 rows
-  take their steps together; longer rows are cut into vectors of consecutive scores, whose lanes are
-  added up once per step;
-* the backward pass needs one sum per row, so it reads the rows in place, in vectors of consecutive
-  scores.
-
-The kernel is compiled with the system's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``)
-the first time it is needed in a process, which takes about a second, and is called through
-``ctypes``. On other devices than the CPU, and when no compiler works (the first failure is reported
-in one warning), :func:`fused_sparsemax` is the eager ``sparsemax``: same results, eager speed. The
-appendix "How fast is sparse attention?" measures both.
+Processes. In a child created by ``fork`` (e.g. a ``DataLoader`` worker) the kernel runs on one thread:
+GNU OpenMP cannot start threads in a child forked after the parent used them, and would wait forever.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -33,24 +32,35 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
-
-from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.projections import Sparsemax, _as_rows, _from_rows, sparsemax
 
 KERNEL_SOURCE = Path(__file__).with_name("fused_sparsemax.cpp")
 """The C++ source of the forward and backward kernels."""
 
-COMPILER_FLAGS = [["-O3", "-std=c++17", "-march=native", "-fopenmp"], ["-O3", "-std=c++17"]]
-"""Tried in order: tuned for this CPU and multi-threaded, then plain (any C++17 compiler)."""
+PROJECTIONS = ("sparsemax", "entmax15")
+"""The projections the kernel computes (its entry points are ``NAME_forward_TYPE``/``NAME_backward_TYPE``)."""
 
 _LOG = logging.getLogger(__name__)
 _KERNEL_DTYPES = {torch.float32: "float", torch.float64: "double"}
 _POINTER, _INT64 = ctypes.c_void_p, ctypes.c_int64
+
+
+def target() -> str:
+    """The ``-march`` the kernel is compiled for: ``$SPARSE_TUTORIAL_MARCH``, else ``native``."""
+    return os.environ.get("SPARSE_TUTORIAL_MARCH") or "native"
+
+
+def compiler_flags() -> list[list[str]]:
+    """Flag sets tried in order: tuned for :func:`target` and multi-threaded, then plain (any C++17 compiler).
+
+    ``-fno-math-errno`` lets ``sqrt`` (entmax's backward pass) be one vector instruction: the kernel never
+    takes the root of a negative number, so there is no error for ``errno`` to report.
+    """
+    return [["-O3", "-std=c++17", "-fno-math-errno", f"-march={target()}", "-fopenmp"],
+            ["-O3", "-std=c++17", "-fno-math-errno"]]
 
 
 def _compiler() -> Optional[str]:
@@ -58,112 +68,127 @@ def _compiler() -> Optional[str]:
     return os.environ.get("CXX") or next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
 
 
-def _build() -> ctypes.CDLL:
-    """Compile :data:`KERNEL_SOURCE` into a shared library and load it; raise ``RuntimeError`` if impossible."""
+def _build() -> tuple[ctypes.CDLL, list[str]]:
+    """Compile :data:`KERNEL_SOURCE` into a shared library and load it; return it and the flags that worked.
+
+    Raises:
+        RuntimeError: no compiler, or every flag set failed (the message ends with the compiler's last line).
+    """
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler found (set CXX)")
-    _LOG.info("sparse_tutorial.fused: compiling the sparsemax kernel with %s (once per process)", compiler)
+    _LOG.info("sparse_tutorial.fused: compiling the projection kernel with %s for %s (once per process)",
+              compiler, target())
     with tempfile.TemporaryDirectory() as directory:
         library_path = Path(directory) / "fused_sparsemax.so"
-        for flags in COMPILER_FLAGS:
+        for flags in compiler_flags():
             command = [compiler, *flags, "-shared", "-fPIC", str(KERNEL_SOURCE), "-o", str(library_path)]
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode == 0:
-                return _declare(ctypes.CDLL(str(library_path)))  # loaded: the file may go
+                return _declare(ctypes.CDLL(str(library_path))), flags  # loaded: the file may go
     last_line = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
     raise RuntimeError(f"{compiler} failed: {last_line}")
 
 
 def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
     """Set the C signatures of the kernel's entry points (see the end of the C++ source)."""
-    for name in _KERNEL_DTYPES.values():
-        forward, backward = getattr(library, f"sparsemax_forward_{name}"), getattr(library, f"sparsemax_backward_{name}")
-        forward.argtypes, forward.restype = [_POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], _INT64
-        backward.argtypes, backward.restype = [_POINTER, _POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], None
+    for projection in PROJECTIONS:
+        for name in _KERNEL_DTYPES.values():
+            forward = getattr(library, f"{projection}_forward_{name}")
+            backward = getattr(library, f"{projection}_backward_{name}")
+            forward.argtypes, forward.restype = [_POINTER, _POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], _INT64
+            backward.argtypes, backward.restype = [_POINTER, _POINTER, _POINTER, _INT64, _INT64, ctypes.c_int], None
+    library.vector_bytes.restype = ctypes.c_int
     return library
 
 
-class _Kernel:
-    """The compiled library, built on first use, or the reason it cannot be (then eager is used)."""
+def _raw(tensor: Tensor) -> Tensor:
+    """``tensor`` with its memory holding its values: a lazily negated or conjugated view is materialised
+    (``data_ptr`` of ``torch._neg_view(x)`` points at ``x``'s numbers)."""
+    return tensor.resolve_neg().resolve_conj()
+
+
+class Kernel:
+    """The compiled library, built on first use, or the reason it cannot be (then the eager code is used)."""
 
     def __init__(self) -> None:
         self.library: Optional[ctypes.CDLL] = None
+        self.flags: Optional[list[str]] = None
         self.failure: Optional[str] = None
+        self.enabled = os.environ.get("SPARSE_TUTORIAL_KERNEL", "1") != "0"
+        self.forked = False  # set in a child process created by fork: one thread, no OpenMP
 
     def ready(self) -> bool:
-        """Build the library once; False (and one warning, the first time) if that fails."""
+        """True if the kernel is enabled and compiled (building it on the first call; on failure one warning)."""
+        if not self.enabled:
+            return False
         if self.library is None and self.failure is None:
             try:
-                self.library = _build()
+                self.library, self.flags = _build()
             except (RuntimeError, OSError) as error:
                 self.failure = str(error)
-                warnings.warn(f"fused_sparsemax cannot compile its kernel ({self.failure}); using the eager "
-                              f"sparsemax (same results, eager speed)", RuntimeWarning, stacklevel=3)
+                warnings.warn(f"sparse_tutorial cannot compile its CPU kernel ({self.failure}); sparsemax and "
+                              f"entmax15 use the eager PyTorch code (same results, slower)", RuntimeWarning,
+                              stacklevel=4)
         return self.library is not None
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Sparsemax of the rows of the contiguous ``x: (rows, n)``; raises on NaN or +inf scores."""
-        weights = torch.empty_like(x)
-        entry = getattr(self.library, f"sparsemax_forward_{_KERNEL_DTYPES[x.dtype]}")
-        if entry(x.data_ptr(), weights.data_ptr(), *x.shape, torch.get_num_threads()):
-            check_row_max(x.amax(1, keepdim=True), "scores")  # names the problem (the kernel counted it)
-        return weights
+    def _threads(self) -> int:
+        return 1 if self.forked else torch.get_num_threads()
 
-    def backward(self, weights: Tensor, grad_output: Tensor) -> Tensor:
-        """``s ⊙ (v − mean_S v)`` for the rows of the contiguous ``grad_output: (rows, n)``."""
-        grad = torch.empty_like(weights)
-        entry = getattr(self.library, f"sparsemax_backward_{_KERNEL_DTYPES[weights.dtype]}")
-        entry(weights.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), *weights.shape, torch.get_num_threads())
+    def forward(self, projection: str, scores: Tensor) -> tuple[Tensor, Tensor, int]:
+        """Projection of the rows of the contiguous ``scores: (rows, n)``.
+
+        Returns:
+            ``(weights, saved, invalid_rows)``: ``saved`` is what :meth:`backward` needs, the weights
+            themselves (sparsemax) or their square roots (entmax15); ``invalid_rows`` counts rows with NaN
+            or +inf.
+        """
+        scores = _raw(scores)
+        weights = torch.empty_like(scores)
+        saved = torch.empty_like(scores) if projection == "entmax15" else weights
+        entry = getattr(self.library, f"{projection}_forward_{_KERNEL_DTYPES[scores.dtype]}")
+        invalid_rows = entry(scores.data_ptr(), weights.data_ptr(), saved.data_ptr(), *scores.shape, self._threads())
+        return weights, saved, invalid_rows
+
+    def backward(self, projection: str, saved: Tensor, grad_output: Tensor) -> Tensor:
+        """The vector-Jacobian product for the rows of the contiguous ``grad_output: (rows, n)``, given the
+        ``saved`` tensor of :meth:`forward`."""
+        grad_output = _raw(grad_output)
+        grad = torch.empty_like(saved)
+        entry = getattr(self.library, f"{projection}_backward_{_KERNEL_DTYPES[saved.dtype]}")
+        entry(saved.data_ptr(), grad_output.data_ptr(), grad.data_ptr(), *saved.shape, self._threads())
         return grad
 
-
-_KERNEL = _Kernel()
-
-
-class FusedSparsemaxFunction(torch.autograd.Function):
-    """Sparsemax along ``dim`` by the C++ kernel, forward and backward: one autograd node.
-
-    The reshaping to contiguous ``(rows, n)`` and back, and the float32 upcast of half precision, happen
-    inside the node, so autograd records none of them.
-    """
-
-    @staticmethod
-    def forward(ctx, scores: Tensor, dim: int) -> Tensor:  # noqa: D102 - documented on the class
-        weights = _KERNEL.forward(_as_rows(compute_dtype(scores.detach()), dim))
-        ctx.save_for_backward(weights)
-        ctx.dim = dim
-        return _from_rows(weights, scores, dim).to(scores.dtype)
-
-    @staticmethod
-    @once_differentiable  # the kernel is not differentiable twice, and autograd says so if asked
-    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
-        (weights,) = ctx.saved_tensors
-        grad = _KERNEL.backward(weights, _as_rows(grad_output.to(weights.dtype), ctx.dim))
-        return _from_rows(grad, grad_output, ctx.dim).to(grad_output.dtype), None
+    def describe(self) -> dict:
+        """What ran: ``{"enabled", "compiled", "march", "vector_bytes", "flags", "failure"}`` (builds if needed)."""
+        compiled = self.ready()
+        return {"enabled": self.enabled, "compiled": compiled, "march": target(),
+                "vector_bytes": self.library.vector_bytes() if compiled else None,
+                "flags": " ".join(self.flags) if compiled else None, "failure": self.failure}
 
 
-def fused_sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
-    """Sparsemax by the C++ kernel: the exact projection of :func:`~sparse_tutorial.projections.sparsemax`.
-
-    Use it wherever the eager one is used, e.g. ``Attention(score, projection=fused_sparsemax)``. Results
-    equal the eager ones up to float rounding (both are exact; they sum in different orders). Off the CPU,
-    or without a working C++ compiler, it is the eager function.
-
-    Args:
-        scores: ``(..., n, ...)``, masked positions ``-inf``.
-        dim: the dimension that is projected.
-    Returns:
-        weights of the shape and dtype of ``scores``.
-    """
-    check_floating(scores, "scores", dim)
-    if scores.device.type != "cpu" or not _KERNEL.ready():
-        return sparsemax(scores, dim)
-    return FusedSparsemaxFunction.apply(scores, dim)
+KERNEL = Kernel()
+"""The process's kernel (compiled on first use)."""
 
 
-class FusedSparsemax(Sparsemax):
-    """Module twin of :func:`fused_sparsemax`: a :class:`~sparse_tutorial.projections.Sparsemax` on the kernel."""
+def describe_kernel() -> dict:
+    """:meth:`Kernel.describe` of the process's kernel: whether sparsemax/entmax15 run compiled, and for which CPU."""
+    return KERNEL.describe()
 
-    def forward(self, scores: Tensor) -> Tensor:
-        return fused_sparsemax(scores, self.dim)
+
+@contextlib.contextmanager
+def eager() -> Iterator[None]:
+    """Within this context sparsemax and entmax15 run the eager PyTorch code (e.g. to time or compare it)."""
+    previous, KERNEL.enabled = KERNEL.enabled, False
+    try:
+        yield
+    finally:
+        KERNEL.enabled = previous
+
+
+def _forked() -> None:
+    KERNEL.forked = True
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forked)

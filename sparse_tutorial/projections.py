@@ -29,8 +29,9 @@ method started at the bound is Michelot's (1986) update ``τ ← (Σ_{z_j > τ} 
 support no longer changes, which is the optimality condition, so τ is *exactly* the sort-based
 threshold. Entmax-1.5 works the same way with the root of a quadratic on the current support (and a
 sort-based fallback that is never needed in practice). Backward passes use the closed-form Jacobians and
-touch only the candidates. No Python loop runs over batch elements; nothing is compiled here
-(:mod:`sparse_tutorial.fused` is the same exact sparsemax as one C++ kernel, for the CPU).
+touch only the candidates. No Python loop runs over batch elements. On the CPU, sparsemax, sparsegen and
+entmax-1.5 run the same searches as one compiled C++ kernel when a compiler is at hand
+(:mod:`sparse_tutorial.fused`; ``with fused.eager():`` runs the code of this module instead).
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 
+from sparse_tutorial import fused
 from sparse_tutorial._validation import check_floating, check_positive, check_row_max, compute_dtype
 
 Projection = Callable[..., Tensor]
@@ -208,20 +210,23 @@ def _sparsemax_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor, Ten
 
     ``tau: (rows, 1)`` is a lower bound on the threshold to start from (−1 always is one). Returns
     ``(weights, support, support_size, tau)``: ``support`` is the 0./1. indicator of ``weights > 0`` and
-    ``support_size: (rows, 1)``; counting with ``sign`` and summing keeps every pass a fast float op. The
+    ``support_size: (rows, 1)``. The
     iteration ends when no row's support size changes; then each τ was computed from the very support it
     produces, which is the optimality condition (module docstring). An all ``-inf`` row has support size
     0, keeps its τ and gets weights 0.
     """
-    weights, support = torch.empty_like(z), torch.empty_like(z)
+    finite = z.clamp_min(torch.finfo(z.dtype).min)  # -inf → a finite number, so that 0 · it is 0
+    support, kept = torch.empty_like(z), torch.empty_like(z)
     support_size = None
     while True:
-        torch.sub(z, tau, out=weights).relu_()
-        new_support_size = torch.sign(weights, out=support).sum(1, keepdim=True)
+        new_support_size = torch.gt(z, tau, out=support).sum(1, keepdim=True)
         if support_size is not None and torch.equal(new_support_size, support_size):
-            return weights, support, support_size, tau
+            return (z - tau).relu_(), support, support_size, tau
         support_size = new_support_size
-        tau = torch.maximum(tau, tau + (weights.sum(1, keepdim=True) - 1) / support_size)
+        # Σ_S z − 1, never Σ_S (z − τ) − 1: the latter cancels (τ ≈ −1/n on a flat row of n ~ 65,536
+        # floats lost every digit); an all -inf row keeps its τ (0/0 is masked out).
+        threshold = (torch.mul(finite, support, out=kept).sum(1, keepdim=True) - 1) / support_size
+        tau = torch.where(support_size > 0, torch.maximum(tau, threshold), tau)
 
 
 def _sparsemax_2d(x: Tensor, row_max: Tensor) -> tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
@@ -234,6 +239,29 @@ def _sparsemax_2d(x: Tensor, row_max: Tensor) -> tuple[Tensor, Tensor, Tensor, O
     candidates, index = _compact_candidates(x, row_max, lower_bound)
     weights, support, support_size, _ = _sparsemax_rows(candidates, lower_bound)
     return _scatter_candidates(weights, index, x.shape), support, support_size, index
+
+
+def _off_support_zero(grad_output: Tensor, factor: Tensor) -> Tensor:
+    """``v ⊙ factor`` for a ``factor ≥ 0`` that is 0 off the support, and exactly 0 there even where ``v`` is
+    inf or NaN (a weight that is 0 passes no gradient; ``inf · 0`` would be NaN)."""
+    product = grad_output * factor
+    if bool(torch.isfinite(product).all()):  # the common case; torch.where is ~20x slower on the CPU
+        return product
+    return torch.where(factor > 0, product, 0.0)
+
+
+def _sparsemax_vjp(support: Tensor, support_size: Tensor, grad_output: Tensor) -> Tensor:
+    """``s ⊙ (v − mean_S v)`` for rows ``(rows, k)``: ``support`` the 0./1. indicator, ``support_size: (rows, 1)``."""
+    grad = _off_support_zero(grad_output, support)
+    mean = grad.sum(1, keepdim=True) / support_size.clamp_min(1)
+    return grad - support * mean
+
+
+def _entmax15_vjp(sqrt_weights: Tensor, grad_output: Tensor) -> Tensor:
+    """``g ⊙ v − (Σ g ⊙ v / Σ g) g`` with ``g = sqrt(p)`` for rows ``(rows, k)`` (zero off the support)."""
+    grad = _off_support_zero(grad_output, sqrt_weights)
+    norm = sqrt_weights.sum(1, keepdim=True).clamp_min(torch.finfo(sqrt_weights.dtype).tiny)
+    return grad - sqrt_weights * (grad.sum(1, keepdim=True) / norm)
 
 
 class SparsemaxFunction(torch.autograd.Function):
@@ -252,16 +280,17 @@ class SparsemaxFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
         support, support_size, index = ctx.saved_tensors
-        grad = _gather_candidates(grad_output, index) * support
-        mean = grad.sum(1, keepdim=True) / support_size.clamp_min(1)
-        return _scatter_candidates(grad.addcmul_(support, mean, value=-1), index, grad_output.shape), None
+        grad = _sparsemax_vjp(support, support_size, _gather_candidates(grad_output, index))
+        return _scatter_candidates(grad, index, grad_output.shape), None
 
 
 def sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
     """Sparsemax (Martins & Astudillo 2016, eq. 2): ``argmin_{p ∈ Δ} ‖p − z‖²`` along ``dim``.
 
     The solution is ``p_j = max(z_j − τ, 0)`` with the threshold τ chosen so that ``Σ p = 1``; scores
-    more than 1 below the maximum always get exactly zero weight.
+    more than 1 below the maximum always get exactly zero weight. On the CPU the compiled kernel of
+    :mod:`sparse_tutorial.fused` computes it when it is available, else (and on other devices) the eager
+    code of this module; both are exact, and agree to float rounding.
 
     Args:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
@@ -269,9 +298,7 @@ def sparsemax(scores: Tensor, dim: int = -1) -> Tensor:
     Returns:
         weights of the shape and dtype of ``scores``.
     """
-    x, row_max, _ = _validated_row_max(scores, dim)
-    weights = SparsemaxFunction.apply(_as_rows(x, dim), _as_rows(row_max, dim))
-    return _from_rows(weights, x, dim).to(scores.dtype)
+    return _project(scores, dim, "sparsemax", SparsemaxFunction)
 
 
 def sparsegen_lin(scores: Tensor, lam: float = 0.0, dim: int = -1) -> Tensor:
@@ -286,7 +313,10 @@ def sparsegen_lin(scores: Tensor, lam: float = 0.0, dim: int = -1) -> Tensor:
     x, row_max, _ = _validated_row_max(scores, dim)
     # Shift before scaling so that huge scores cannot overflow; the scaled rows then have maximum 0.
     scaled = _as_rows((x - row_max) / (1.0 - lam), dim)
-    weights = SparsemaxFunction.apply(scaled, scaled.new_zeros(scaled.shape[0], 1))
+    if _use_kernel(scaled):
+        weights = KernelFunction.apply(scaled, "sparsemax")
+    else:
+        weights = SparsemaxFunction.apply(scaled, scaled.new_zeros(scaled.shape[0], 1))
     return _from_rows(weights, x, dim).to(scores.dtype)
 
 
@@ -330,15 +360,19 @@ def _entmax15_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor]:
     for _ in range(_ENTMAX_ITERATIONS):
         torch.sub(z, tau, out=root).relu_()
         new_support_size = torch.sign(root, out=scratch).sum(1, keepdim=True)
-        if support_size is not None and torch.equal(new_support_size, support_size) and bool(exact_step.all()):
-            return root, tau
-        support_size = new_support_size
         linear = root.sum(1, keepdim=True)
         quadratic = torch.mul(root, root, out=scratch).sum(1, keepdim=True)
-        discriminant = linear * linear - support_size * (quadratic - 1)
-        nonempty = support_size > 0
+        discriminant = linear * linear - new_support_size * (quadratic - 1)
+        nonempty = new_support_size > 0
+        root_step = (linear - discriminant.clamp_min(0).sqrt()) / new_support_size.clamp_min(1)
+        if support_size is not None and torch.equal(new_support_size, support_size) and bool(exact_step.all()):
+            # τ is the root on its own support, but τ + step cancelled its low digits when the step was
+            # large (from −1 to ≈ −1/n on a flat row); one more root step from here, where z − τ are the
+            # weights themselves, restores them.
+            tau = tau + torch.where(nonempty, root_step, 0.0)
+            return torch.sub(z, tau, out=root).relu_(), tau
+        support_size = new_support_size
         exact_step = (discriminant >= 0) | ~nonempty
-        root_step = (linear - discriminant.clamp_min(0).sqrt()) / support_size.clamp_min(1)
         newton_step = (quadratic - 1) / (2 * linear).clamp_min(torch.finfo(z.dtype).tiny)
         tau = tau + torch.where(nonempty, torch.where(exact_step, root_step, newton_step), 0.0)
     empty = torch.isneginf(z.amax(1, keepdim=True))
@@ -351,6 +385,7 @@ class Entmax15Function(torch.autograd.Function):
     """1.5-entmax of ``(rows, n)`` scores with the closed-form backward of Peters et al. (2019, Proposition 3).
 
     With ``g = sqrt(p)`` (zero off the support) the vector-Jacobian product is ``g ⊙ v − (Σ g ⊙ v / Σ g) g``.
+    Differentiating twice (``create_graph=True``) computes ``g`` from the saved output, on the full rows.
     """
 
     @staticmethod
@@ -360,29 +395,74 @@ class Entmax15Function(torch.autograd.Function):
         lower_bound = _entmax15_rows(_block_maxima(x, row_max).div_(2), start)[1] - _SLACK
         candidates, index = _compact_candidates(x, row_max, 2 * lower_bound)
         sqrt_weights, _ = _entmax15_rows(candidates.div_(2), lower_bound)
-        ctx.save_for_backward(sqrt_weights, index)
-        return _scatter_candidates(sqrt_weights.square(), index, x.shape)
+        weights = _scatter_candidates(sqrt_weights.square(), index, x.shape)
+        ctx.save_for_backward(sqrt_weights, index, weights)
+        return weights
 
     @staticmethod
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
-        sqrt_weights, index = ctx.saved_tensors
-        grad = _gather_candidates(grad_output, index) * sqrt_weights
-        norm = sqrt_weights.sum(1, keepdim=True).clamp_min(torch.finfo(sqrt_weights.dtype).tiny)
-        scale = grad.sum(1, keepdim=True) / norm
-        return _scatter_candidates(grad.addcmul_(sqrt_weights, scale, value=-1), index, grad_output.shape), None
+        sqrt_weights, index, weights = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: g = sqrt(p) of the saved output, so that p's own
+            return _entmax15_vjp(weights.sqrt(), grad_output), None  # dependence on x is differentiated
+        grad = _entmax15_vjp(sqrt_weights, _gather_candidates(grad_output, index))
+        return _scatter_candidates(grad, index, grad_output.shape), None
 
 
 def entmax15(scores: Tensor, dim: int = -1) -> Tensor:
     """Exact 1.5-entmax (Peters et al. 2019): ``p_j = max(z_j/2 − τ, 0)²`` with τ such that ``Σ p = 1``.
 
-    Sparse like sparsemax, but smoother: weights fall off quadratically near the threshold.
+    Sparse like sparsemax, but smoother: weights fall off quadratically near the threshold. Computed by
+    the compiled kernel on the CPU when it is available, like :func:`sparsemax`.
 
     Args:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
         dim: the dimension that is projected.
     """
-    x, row_max, _ = _validated_row_max(scores, dim)
-    weights = Entmax15Function.apply(_as_rows(x, dim), _as_rows(row_max, dim))
+    return _project(scores, dim, "entmax15", Entmax15Function)
+
+
+class KernelFunction(torch.autograd.Function):
+    """Sparsemax or 1.5-entmax of contiguous ``(rows, n)`` CPU scores by the compiled kernel of
+    :mod:`sparse_tutorial.fused`, forward and backward (the kernel shifts by the row max itself).
+
+    Differentiating twice (``create_graph=True``) runs the eager closed forms on the saved weights
+    instead, so higher derivatives work as on the eager path.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, projection: str) -> Tensor:  # noqa: D102 - documented on the class
+        weights, saved, invalid_rows = fused.KERNEL.forward(projection, x)
+        if invalid_rows:
+            check_row_max(x.amax(1, keepdim=True), "scores")  # names the problem (the kernel counted it)
+        ctx.save_for_backward(weights, saved)
+        ctx.projection = projection
+        return weights
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+        weights, saved = ctx.saved_tensors
+        if not torch.is_grad_enabled():
+            return fused.KERNEL.backward(ctx.projection, saved, grad_output.contiguous()), None
+        if ctx.projection == "sparsemax":
+            support = (weights > 0).to(weights.dtype)
+            return _sparsemax_vjp(support, support.sum(1, keepdim=True), grad_output), None
+        return _entmax15_vjp(weights.sqrt(), grad_output), None
+
+
+def _use_kernel(x: Tensor) -> bool:
+    """Whether ``x`` is projected by the compiled kernel: on the CPU, when it is enabled and compiles."""
+    return x.device.type == "cpu" and fused.KERNEL.ready()
+
+
+def _project(scores: Tensor, dim: int, projection: str, eager: type[torch.autograd.Function]) -> Tensor:
+    """``projection`` of ``scores`` along ``dim`` by the kernel or by the ``eager`` autograd function."""
+    check_floating(scores, "scores", dim)
+    x = compute_dtype(scores)
+    if _use_kernel(x):  # the kernel validates (it counts rows with NaN or +inf) and shifts by the max
+        weights = KernelFunction.apply(_as_rows(x, dim), projection)
+    else:
+        x, row_max, _ = _validated_row_max(scores, dim)
+        weights = eager.apply(_as_rows(x, dim), _as_rows(row_max, dim))
     return _from_rows(weights, x, dim).to(scores.dtype)
 
 

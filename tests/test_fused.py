@@ -1,65 +1,109 @@
-"""Tests of sparse_tutorial.fused: the C++ sparsemax equals the eager one, edge cases, fallback."""
+"""Tests of sparse_tutorial.fused, the compiled CPU kernel behind sparsemax and entmax15.
+
+tests/test_projections.py runs every projection test on the kernel and on the eager code; here: the
+kernel against the eager code on both of its layouts, its builds for other CPUs, threads and fork,
+compilation and its fallback.
+"""
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import platform
 import warnings
 
-import entmax
 import pytest
 import torch
 
-from sparse_tutorial import Attention, fused, sparsemax
-from sparse_tutorial.fused import FusedSparsemax, fused_sparsemax
+from sparse_tutorial import Attention, entmax15, fused, sparsegen_lin, sparsemax
+from sparse_tutorial.hardware import cpu_backend
 
-INF = float("inf")
+PROJECTIONS = {"sparsemax": sparsemax, "entmax15": entmax15}
 
 
 def _scores(*shape: int, scale: float = 1.0, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype) * scale
 
 
-def _assert_matches_eager(scores: torch.Tensor, upstream: torch.Tensor, grad_atol: float = 1e-5) -> None:
-    """fused_sparsemax's weights (to 1e-6) and input gradient for ``upstream`` equal the eager sparsemax's."""
-    weights, grads = [], []
-    for projection in (fused_sparsemax, sparsemax):
-        leaf = scores.clone().requires_grad_(True)
-        weights.append(projection(leaf))
-        grads.append(torch.autograd.grad(weights[-1], leaf, upstream)[0])
-    torch.testing.assert_close(weights[0], weights[1], atol=1e-6, rtol=0)
-    torch.testing.assert_close(grads[0], grads[1], atol=grad_atol, rtol=0)
+def _weights_and_gradient(projection, scores: torch.Tensor, upstream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    leaf = scores.clone().requires_grad_(True)
+    weights = projection(leaf)
+    return weights.detach(), torch.autograd.grad(weights, leaf, upstream)[0]
 
 
-@pytest.mark.parametrize("shape", [(4096, 32), (64, 128), (8, 1024), (3, 4, 5)])
-@pytest.mark.parametrize("scale", [0.1, 1.0, 10.0])
-def test_equals_eager_and_entmax_sparsemax(shape, scale):
-    scores = _scores(*shape, scale=scale)
-    weights = fused_sparsemax(scores)
-    torch.testing.assert_close(weights, sparsemax(scores), atol=1e-6, rtol=0)
-    torch.testing.assert_close(weights, entmax.sparsemax(scores, -1), atol=1e-6, rtol=0)
+def _assert_kernel_matches_eager(name: str, scores: torch.Tensor, upstream: torch.Tensor, atol: float = 1e-6) -> None:
+    """The kernel's weights and input gradient equal the eager code's (both are exact; rounding differs)."""
+    assert fused.KERNEL.ready(), fused.KERNEL.failure
+    kernel = _weights_and_gradient(PROJECTIONS[name], scores, upstream)
+    with fused.eager():
+        eager = _weights_and_gradient(PROJECTIONS[name], scores, upstream)
+    torch.testing.assert_close(kernel[0], eager[0], atol=atol, rtol=0)
+    torch.testing.assert_close(kernel[1], eager[1], atol=10 * atol, rtol=0)
 
 
-@pytest.mark.parametrize("length", [1, 2, 15, 16, 17, 63, 64, 65, 100, 5000])
-@pytest.mark.parametrize("rows", [1, 15, 16, 17, 33])
-def test_both_layouts_with_partial_blocks_and_vectors(rows, length):
-    """Rows up to 64 long go 16 to a block (one per lane), longer ones in vectors; neither need fill up."""
-    _assert_matches_eager(_scores(rows, length, scale=3), _scores(rows, length, seed=1))
+@pytest.fixture
+def fresh_kernel(monkeypatch):
+    """A kernel not yet built, in place of the process's (e.g. to build it for another target)."""
+    kernel = fused.Kernel()
+    monkeypatch.setattr(fused, "KERNEL", kernel)
+    return kernel
 
 
+@pytest.mark.parametrize("name", PROJECTIONS)
+@pytest.mark.parametrize("length", [1, 2, 7, 8, 9, 16, 17, 64, 127, 128, 129, 300, 5000])
+@pytest.mark.parametrize("rows", [1, 7, 8, 9, 16, 17, 33])
+def test_both_layouts_with_partial_blocks_and_vectors(name, rows, length):
+    """Rows up to 128 long go one per lane in blocks of 8 or 16 rows, longer ones in vectors of 8 or 16
+    scores; neither blocks nor vectors need fill up."""
+    _assert_kernel_matches_eager(name, _scores(rows, length, scale=3), _scores(rows, length, seed=1))
+
+
+@pytest.mark.parametrize("name", PROJECTIONS)
 @pytest.mark.parametrize("length", [40, 1024])
-def test_flat_rows_that_need_many_steps_are_exact(length):
-    scores = _scores(64, length, scale=0.001)  # a large support: many Michelot steps, a different count per row
-    weights = fused_sparsemax(scores)
-    assert (weights > 0).sum(1).min() > length // 2
-    torch.testing.assert_close(weights, sparsemax(scores), atol=1e-6, rtol=0)
+def test_flat_rows_that_need_many_steps_are_exact(name, length):
+    scores = _scores(64, length, scale=0.001)  # a large support: many steps, a different count per row
+    assert (PROJECTIONS[name](scores) > 0).sum(1).min() > length // 2
+    _assert_kernel_matches_eager(name, scores, _scores(64, length, seed=1))
 
 
-def test_the_portable_build_gives_the_same_results(monkeypatch):
-    """Without -march=native and OpenMP (the second set of flags, for compilers that lack them)."""
-    monkeypatch.setattr(fused, "COMPILER_FLAGS", fused.COMPILER_FLAGS[-1:])
-    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
-    for shape in [(33, 20), (5, 300)]:
-        _assert_matches_eager(_scores(*shape, scale=3), _scores(*shape, seed=1))
-        assert fused._KERNEL.library is not None
+@pytest.mark.parametrize("name", PROJECTIONS)
+def test_double_precision_rows(name):
+    _assert_kernel_matches_eager(name, _scores(20, 300, scale=2, dtype=torch.float64),
+                                 _scores(20, 300, seed=1, dtype=torch.float64), atol=1e-12)
+
+
+def test_sparsegen_uses_the_kernel_too():
+    scores, upstream = _scores(9, 50, scale=2), _scores(9, 50, seed=1)
+    kernel = _weights_and_gradient(lambda s: sparsegen_lin(s, 0.6), scores, upstream)
+    with fused.eager():
+        eager = _weights_and_gradient(lambda s: sparsegen_lin(s, 0.6), scores, upstream)
+    torch.testing.assert_close(kernel, eager, atol=1e-6, rtol=0)
+
+
+def test_the_portable_build_gives_the_same_results(fresh_kernel, monkeypatch):
+    """Without -march and OpenMP (the second flag set, for compilers that lack them): 16-byte vectors."""
+    monkeypatch.setattr(fused, "compiler_flags", lambda: [["-O3", "-std=c++17"]])
+    for name in PROJECTIONS:
+        for shape in [(33, 20), (5, 300)]:
+            _assert_kernel_matches_eager(name, _scores(*shape, scale=3), _scores(*shape, seed=1))
+    assert fused.describe_kernel()["vector_bytes"] == 16
+
+
+_X86 = platform.machine() in ("x86_64", "AMD64")
+
+
+@pytest.mark.skipif(not _X86, reason="x86-64 targets")
+@pytest.mark.parametrize("march, flag, vector_bytes", [("x86-64-v3", "avx2", 32), ("x86-64-v4", "avx512f", 64)])
+def test_builds_for_avx2_and_avx512_cpus_give_the_same_results(fresh_kernel, monkeypatch, march, flag, vector_bytes):
+    """The kernel's vectors are as wide as the target's registers (a kernel for wider ones loses to eager)."""
+    if flag not in cpu_backend()["vector_flags"]:
+        pytest.skip(f"this CPU cannot run {march} code")
+    monkeypatch.setenv("SPARSE_TUTORIAL_MARCH", march)
+    for name in PROJECTIONS:
+        for shape in [(33, 20), (40, 128), (5, 300)]:
+            _assert_kernel_matches_eager(name, _scores(*shape, scale=3), _scores(*shape, seed=1))
+    description = fused.describe_kernel()
+    assert description["march"] == march and description["vector_bytes"] == vector_bytes
+    assert f"-march={march}" in description["flags"]
 
 
 def test_threads_change_nothing():
@@ -67,109 +111,85 @@ def test_threads_change_nothing():
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        alone = fused_sparsemax(scores)
+        alone = {name: projection(scores) for name, projection in PROJECTIONS.items()}
         torch.set_num_threads(max(2, threads))
-        assert torch.equal(fused_sparsemax(scores), alone)
+        for name, projection in PROJECTIONS.items():
+            assert torch.equal(projection(scores), alone[name])
     finally:
         torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("dim", [0, 1, 2, -1])
-def test_any_dim_of_a_non_contiguous_input(dim):
-    scores = _scores(6, 7, 8).transpose(0, 2)
-    torch.testing.assert_close(fused_sparsemax(scores, dim=dim), sparsemax(scores, dim=dim), atol=1e-6, rtol=0)
+def _kernel_weights_in_child(scores: torch.Tensor) -> float:
+    """Run in a forked child: the kernel only (torch's own parallel ops would hang here, see below)."""
+    weights, _, _ = fused.KERNEL.forward("sparsemax", scores)
+    return float(weights.numpy().sum(dtype="float64"))
 
 
-def test_masked_and_all_masked_rows_give_zeros_and_zero_gradients():
-    scores = _scores(4, 6).masked_fill(torch.tensor([[False] * 3 + [True] * 3] * 2 + [[True] * 6] * 2), -INF)
-    leaf = scores.clone().requires_grad_(True)
-    weights = fused_sparsemax(leaf)
-    assert (weights[:2, 3:] == 0).all() and (weights[2:] == 0).all()
-    torch.testing.assert_close(weights[:2].sum(1), torch.ones(2))
-    (weights * _scores(4, 6, seed=1)).sum().backward()
-    assert torch.isfinite(leaf.grad).all() and (leaf.grad[2:] == 0).all()
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_a_forked_child_runs_the_kernel_after_the_parent_used_threads():
+    """GNU OpenMP waits forever in a child forked after the parent ran a parallel region (torch's own
+    operations too, unless the child calls torch.set_num_threads(1) as DataLoader workers do); the kernel
+    runs on one thread there, without OpenMP. Without that guard this child hangs."""
+    scores = _scores(4096, 48)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        fused.KERNEL.forward("sparsemax", scores)  # a parallel region in the parent
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            total = pool.apply_async(_kernel_weights_in_child, (scores,)).get(timeout=60)
+    finally:
+        torch.set_num_threads(threads)
+    assert total == pytest.approx(4096, rel=1e-6)
 
 
-def test_ties_and_huge_finite_scores():
-    scores = torch.tensor([[1.0, 1.0, 1.0, 0.0], [3e38, -3e38, 3e38, 0.0], [0.5, 0.5, -0.5, -0.5]])
-    torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores), atol=1e-6, rtol=0)
-
-
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_precision_is_computed_in_float32(dtype):
-    scores = _scores(16, 40, scale=3).to(dtype)
-    weights = fused_sparsemax(scores)
-    assert weights.dtype == dtype
-    torch.testing.assert_close(weights.float(), sparsemax(scores.float()).to(dtype).float(), atol=1e-3, rtol=0)
-
-
-def test_gradient_equals_eager_and_passes_gradcheck():
-    _assert_matches_eager(_scores(32, 20, scale=2), _scores(32, 20, seed=1), grad_atol=1e-6)
-    leaf = _scores(3, 7, scale=2).double().requires_grad_(True)
-    assert torch.autograd.gradcheck(fused_sparsemax, (leaf,))
-
-
-@pytest.mark.parametrize("bad, message", [(float("nan"), "NaN"), (INF, r"\+inf")])
-def test_nan_and_plus_inf_are_named(bad, message):
-    scores = _scores(4, 5)
-    scores[2, 3] = bad
-    with pytest.raises(ValueError, match=message):
-        fused_sparsemax(scores)
-
-
-def test_empty_dimension_and_integer_scores_are_rejected():
-    with pytest.raises(ValueError, match="empty dimension"):
-        fused_sparsemax(torch.zeros(3, 0))
-    with pytest.raises(TypeError, match="floating-point"):
-        fused_sparsemax(torch.zeros(3, 4, dtype=torch.long))
-
-
-@pytest.mark.parametrize("shape", [(1, 5), (5, 1), (1, 1), (0, 4)])
-def test_single_rows_length_one_and_empty_batches(shape):
-    scores = _scores(*shape)
-    torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores))
-
-
-def test_compilation_happens_once_and_is_logged(monkeypatch, caplog):
-    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
+def test_compilation_happens_once_and_is_logged(fresh_kernel, caplog):
     with caplog.at_level(logging.INFO, logger="sparse_tutorial.fused"):
-        fused_sparsemax(_scores(4, 5))
-        fused_sparsemax(_scores(4, 6, dtype=torch.float64))
+        sparsemax(_scores(4, 5))
+        entmax15(_scores(4, 6, dtype=torch.float64))
     assert sum("compiling" in r.getMessage() for r in caplog.records) == 1
 
 
 @pytest.mark.parametrize("compiler, message", [(None, "no C.. compiler found"), ("false", "false failed")])
-def test_without_a_working_compiler_it_is_eager_with_one_warning(monkeypatch, compiler, message):
-    monkeypatch.setattr(fused, "_KERNEL", fused._Kernel())
+def test_without_a_working_compiler_it_is_eager_with_one_warning(fresh_kernel, monkeypatch, compiler, message):
     monkeypatch.setattr(fused, "_compiler", lambda: compiler)
     scores = _scores(8, 9)
     with pytest.warns(RuntimeWarning, match=message):
-        weights = fused_sparsemax(scores)
-    torch.testing.assert_close(weights, sparsemax(scores))
+        weights = sparsemax(scores)
     with warnings.catch_warnings():  # the second call is quiet
         warnings.simplefilter("error")
-        torch.testing.assert_close(fused_sparsemax(scores), sparsemax(scores))
+        torch.testing.assert_close(entmax15(scores), _eager(entmax15, scores))
+    torch.testing.assert_close(weights, _eager(sparsemax, scores))
+    assert not fused.describe_kernel()["compiled"]
+
+
+def _eager(projection, scores: torch.Tensor) -> torch.Tensor:
+    with fused.eager():
+        return projection(scores)
+
+
+def test_environment_variable_turns_the_kernel_off(monkeypatch):
+    monkeypatch.setenv("SPARSE_TUTORIAL_KERNEL", "0")
+    kernel = fused.Kernel()
+    assert not kernel.ready() and not kernel.describe()["compiled"] and kernel.library is None
+
+
+def test_eager_context_restores_the_kernel():
+    assert fused.KERNEL.ready()
+    with fused.eager():
+        assert not fused.KERNEL.ready()
+    assert fused.KERNEL.ready()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-def test_on_a_gpu_it_is_the_eager_sparsemax():
+def test_on_a_gpu_the_eager_code_runs():
     scores = _scores(8, 40).cuda()
-    assert torch.equal(fused_sparsemax(scores), sparsemax(scores))
+    torch.testing.assert_close(sparsemax(scores).cpu(), _eager(sparsemax, scores.cpu()), atol=1e-6, rtol=0)
 
 
-def test_differentiating_twice_is_refused():
-    leaf, upstream = _scores(3, 5).requires_grad_(True), _scores(3, 5, seed=1).requires_grad_(True)
-    (grad,) = torch.autograd.grad(fused_sparsemax(leaf), leaf, upstream, create_graph=True)
-    with pytest.raises(RuntimeError, match="once_differentiable"):
-        grad.sum().backward()
-
-
-def test_module_twin_and_use_in_attention():
-    scores = _scores(2, 3, 9)
-    torch.testing.assert_close(FusedSparsemax(dim=1)(scores), sparsemax(scores, dim=1), atol=1e-6, rtol=0)
-    attention = Attention("dot", projection=fused_sparsemax)
+def test_use_in_attention_equals_the_eager_code():
+    attention = Attention("dot", projection="sparsemax")
     query, keys = _scores(2, 4), _scores(2, 9, 4, seed=1)
     mask = torch.ones(2, 9, dtype=torch.bool)
-    context, weights = attention(query, keys, mask=mask)
-    reference = Attention("dot", projection="sparsemax")(query, keys, mask=mask)[1]
-    torch.testing.assert_close(weights, reference, atol=1e-6, rtol=0)
+    weights = attention(query, keys, mask=mask)[1]
+    with fused.eager():
+        torch.testing.assert_close(weights, attention(query, keys, mask=mask)[1], atol=1e-6, rtol=0)

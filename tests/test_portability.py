@@ -6,12 +6,15 @@ vector kernels, other thread counts reduce in another order), so the chapters ta
 them ``machine-dependent`` (nbval ignores their text, their asserts still run) and compare the rest digit
 for digit. This test proves the split is right: it re-executes every chapter of Parts II and III under an
 imitation of another CPU (tools/imitate_cpu.py: AVX2 kernels on an AVX-512 machine, scalar kernels on an
-AVX2 one, one thread either way) and runs strict nbval against the stored outputs. Part I and the
-appendix compute no trained numbers; the main nbval run compares them on the CI machine itself, and the
-reproducibility appendix lists the imitations they were checked under.
+AVX2 one, one thread either way; the library's own kernel is compiled for that CPU too) and runs strict
+nbval against the stored outputs. Part I and the appendix compute no trained numbers; the main nbval run
+compares them on the CI machine itself, and the reproducibility appendix lists the imitations they were
+checked under. Part I is also re-executed on the eager PyTorch code instead of the compiled kernel
+(a reader without a C++ compiler): its printed projections must not depend on which path ran.
 
-Takes about as long as the chapters themselves (5-7 minutes on a 2-core CPU).
+Takes about as long as the chapters themselves (6-8 minutes on a 2-core CPU).
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +26,12 @@ sys.path.insert(0, str(REPO_ROOT / "tools"))
 from imitate_cpu import capability_under, environment_for, other_than_native  # noqa: E402
 
 EXPERIMENT_CHAPTERS = sorted((REPO_ROOT / "book").glob("part[23]/*.ipynb"))
+PART_ONE = REPO_ROOT / "book" / "part1"
+
+
+def _strict_nbval(target: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header", str(target)]
+    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +47,11 @@ def test_there_are_experiment_chapters():
 
 @pytest.mark.parametrize("chapter", EXPERIMENT_CHAPTERS, ids=lambda path: path.stem)
 def test_stored_outputs_hold_on_another_cpu(chapter, imitation):
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header", str(chapter)]
-    result = subprocess.run(command, cwd=REPO_ROOT, env=environment_for(imitation), capture_output=True, text=True)
+    result = _strict_nbval(chapter, environment_for(imitation))
     report = (result.stdout + result.stderr)[-6000:]
     assert result.returncode == 0, f"{chapter.name} under {imitation} ({capability_under(imitation)}):\n{report}"
+
+
+def test_part_one_prints_the_same_on_the_eager_code():
+    result = _strict_nbval(PART_ONE, environment_for("native", {**os.environ, "SPARSE_TUTORIAL_KERNEL": "0"}))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]

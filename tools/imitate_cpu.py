@@ -22,14 +22,17 @@ from collections.abc import Mapping, Sequence
 IMITATIONS: dict[str, dict[str, str]] = {
     "native": {},
     "native-1thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2",
+             "SPARSE_TUTORIAL_MARCH": "x86-64-v3"},
     "avx2-1thread": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2",
-                     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+                     "SPARSE_TUTORIAL_MARCH": "x86-64-v3", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
     "default-1thread": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE",
-                        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+                        "SPARSE_TUTORIAL_MARCH": "x86-64", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 }
 """Back-end settings by name. ``default`` is ATen's scalar code (no SIMD), which no reader's CPU runs but
-which rounds differently from every one of them; ``COMPATIBLE`` is MKL's most portable code path."""
+which rounds differently from every one of them; ``COMPATIBLE`` is MKL's most portable code path.
+``SPARSE_TUTORIAL_MARCH`` builds the library's own kernel (sparse_tutorial.fused) for the same CPU:
+``x86-64-v3`` is AVX2, ``x86-64`` the baseline's SSE2."""
 
 
 def environment_for(name: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
