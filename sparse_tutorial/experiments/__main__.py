@@ -22,9 +22,6 @@ from sparse_tutorial.experiments.runner import (
     run_experiment,
 )
 
-USAGE_ERROR = 2
-"""Exit status of a command that could not run as asked (argparse's own)."""
-
 
 def _positive_int(text: str) -> int:
     try:
@@ -57,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out)
     except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return USAGE_ERROR
+        return 2  # argparse's exit status for a command that cannot run as asked
     where = args.out if args.out is not None else results_dir()
     print(f"wrote {where / (args.name + '.json')} in {payload['wall_seconds']} s")
     return 0
