@@ -25,7 +25,9 @@ What is here, in reading order:
 * :class:`PointerAttention`: Vinyals et al. 2015, the attention distribution is the output distribution.
 
 Every projection handles masked (−∞) positions itself: they get exactly zero weight and an all-masked row
-gives all zeros, so nothing here needs a special case for padding.
+gives all zeros, so nothing here needs a special case for padding. Masked keys and values are also set to
+zero before they are used (:func:`_zero_masked`): padding may hold anything, even NaN, and ``0 · NaN = NaN``
+would otherwise leak into the context and the gradients. A NaN at a *kept* position still propagates.
 """
 from __future__ import annotations
 
@@ -94,6 +96,12 @@ def _projection_name(projection: str | Projection) -> str:
     if isinstance(projection, str):
         return projection
     return getattr(projection, "__name__", type(projection).__name__)
+
+
+def _zero_masked(tensor: Tensor, mask: Tensor) -> Tensor:
+    """``tensor: (..., src_len, dim)`` with the vectors of masked positions (``mask: (..., src_len)`` False)
+    set to zero, so that whatever padding holds (even NaN) cannot reach a result through ``0 · NaN``."""
+    return tensor.masked_fill(~mask.unsqueeze(-1), 0.0)
 
 
 def _weighted_sum(weights: Tensor, values: Tensor) -> Tensor:
@@ -360,10 +368,12 @@ class Attention(nn.Module):
         batch, src_len = keys.shape[:2]
         values = keys if values is None else values
         _check_shape("values", values, batch=batch, src_len=src_len, value_dim=None)
+        if mask is not None:
+            _check_mask("mask", mask, batch=batch, src_len=src_len)
+            keys, values = _zero_masked(keys, mask), _zero_masked(values, mask)
         scores = self.score(query, keys, **score_state)
         _check_shape("scores", scores, batch=batch, src_len=src_len)
         if mask is not None:
-            _check_mask("mask", mask, batch=batch, src_len=src_len)
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
         return _weighted_sum(weights, values), weights
@@ -428,7 +438,7 @@ class LocalPAttention(nn.Module):
         if mask is None:
             mask = torch.ones(batch, src_len, dtype=torch.bool, device=keys.device)
         _check_mask("mask", mask, batch=batch, src_len=src_len)
-        values = keys if values is None else values
+        values = _zero_masked(keys if values is None else values, mask)
         positions = self.predict_position(query, mask.sum(dim=-1))
         distance = torch.arange(src_len, device=keys.device, dtype=positions.dtype) - positions.unsqueeze(-1)
         in_window = mask & (distance.abs() <= self.half_window)
@@ -526,12 +536,14 @@ class MultiHeadAttention(nn.Module):
         src_len = key.shape[1]
         value = key if value is None else value
         _check_shape("value", value, batch=batch, src_len=src_len, embed_dim=self.embed_dim)
+        if key_padding_mask is not None:
+            _check_mask("key_padding_mask", key_padding_mask, batch=batch, src_len=src_len)
+            key, value = _zero_masked(key, key_padding_mask), _zero_masked(value, key_padding_mask)
         q = self._split_heads(self.q_proj(query))
         k = self._split_heads(self.k_proj(key))
         v = self._split_heads(self.v_proj(value))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, tgt_len, src_len)
         if key_padding_mask is not None:
-            _check_mask("key_padding_mask", key_padding_mask, batch=batch, src_len=src_len)
             scores = scores.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
         if attn_mask is not None:
             _check_mask("attn_mask", attn_mask, tgt_len=tgt_len, src_len=src_len)
@@ -568,9 +580,11 @@ class ContextAttention(nn.Module):
         if inputs.dim() < 2 or inputs.shape[-1] != self.input_dim:
             raise ValueError(f"inputs must have shape (..., src_len, input_dim={self.input_dim}), "
                              f"got {tuple(inputs.shape)}")
-        scores = torch.tanh(self.hidden(inputs)) @ self.context_vector
         if mask is not None:
             check_mask(mask, "mask", inputs.shape[:-1])
+            inputs = _zero_masked(inputs, mask)
+        scores = torch.tanh(self.hidden(inputs)) @ self.context_vector
+        if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
         return (weights.unsqueeze(-2) @ inputs).squeeze(-2), weights
@@ -655,9 +669,12 @@ class PointerAttention(nn.Module):
         (encoder states ``e_j``), ``mask: (batch, src_len)`` -> ``(probabilities, scores)``, both
         ``(batch, src_len)``: a distribution over input positions (zero where masked) and the masked
         scores ``u`` (−∞ where masked) for the loss."""
-        scores = self.score(query, keys)
+        _check_query_keys(query, keys)
         if mask is not None:
             _check_mask("mask", mask, batch=keys.shape[0], src_len=keys.shape[1])
+            keys = _zero_masked(keys, mask)
+        scores = self.score(query, keys)
+        if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         return self.projection(scores, dim=-1), scores
 

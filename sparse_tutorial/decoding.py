@@ -18,6 +18,9 @@ Length normalisation: hypotheses are ranked by ``sum log p / length ** alpha`` w
 generated tokens including ``</s>`` (``alpha = 0``: raw log-probability, ``alpha = 1``: mean per token).
 Finished hypotheses stay in the beam with their score frozen; decoding stops when every hypothesis of
 every sentence has produced ``</s>`` or after ``max_len`` tokens.
+
+A NaN log-probability counts as −∞ in both searches: a token whose probability is not a number is never
+chosen while any other token is possible.
 """
 from __future__ import annotations
 
@@ -95,7 +98,7 @@ def greedy_decode(step: StepFn, state: Any, batch_size: int, bos: int, eos: int,
     out, attn = [], []
     for _ in range(max_len):
         log_probs, state, attention = step(tokens, state)
-        best, tokens = log_probs.max(dim=-1)
+        best, tokens = log_probs.masked_fill(log_probs.isnan(), float("-inf")).max(dim=-1)
         scores += torch.where(finished, torch.zeros_like(best), best)
         out.append(tokens)
         if attention is not None:

@@ -7,18 +7,34 @@ model-specific:
 * the device (CUDA when present, else the CPU) and moving each batch onto it;
 * seeding, so two runs with the same seed and batches are identical;
 * gradient clipping (global L2 norm), mixed precision (``float16`` autocast with a gradient scaler; GPU only);
-* early stopping on ``dev_fn(model) -> float`` (higher is better), restoring the best epoch's weights;
-* a checkpoint after every epoch and resuming from it (``checkpoint_path``);
+* early stopping on ``dev_fn(model) -> float`` (higher is better; a NaN score counts as no improvement),
+  restoring the best epoch's weights;
+* a checkpoint after every epoch and resuming from it (``checkpoint_path``): see *Checkpoints* below;
+* guards: a non-finite loss, or a step that leaves a parameter NaN or infinite, stops training with a
+  :class:`FloatingPointError` naming the step, the epoch and the parameter, so non-finite weights are never
+  checkpointed or returned;
 * a tqdm progress bar, and a per-step / per-epoch record of the loss and of every statistic ``loss_fn``
   reports (for example ``{"nll": ..., "entropy": ..., "tokens": ...}``).
 
 Batches may be a list (the same order every epoch) or a callable ``epoch -> iterable`` (a fresh shuffle per
 epoch that stays reproducible, which resuming from a checkpoint relies on).
+
+Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are written all at once
+(:func:`~sparse_tutorial.atomic.atomic_write_bytes`), so a kill or a full disk mid-write leaves the previous
+one intact. The file is one header line ``sparse_tutorial checkpoint v1 sha256=<hex>`` followed by the
+``torch.save`` bytes; loading checks the SHA-256, so a truncated or bit-flipped file is refused. Each holds
+the run's :func:`run_fingerprint` -- the configuration (all but ``epochs``, ``device``, ``progress`` and
+``checkpoint_path``, which may change when a run is resumed), the model's parameter names and shapes, and a
+SHA-256 of the tensors of epoch 0's batches -- and :func:`train` refuses to resume a checkpoint whose
+fingerprint differs, naming what differs. Every refusal is a :class:`CheckpointError`.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import io
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +44,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from sparse_tutorial.atomic import atomic_write_bytes
 from sparse_tutorial.profiles import default_device, seed_everything
 
 LossFn = Callable[[nn.Module, Any], "tuple[Tensor, dict[str, float]]"]
@@ -113,20 +130,105 @@ class History:
         return sum(s.get(key, 0.0) for s in self.steps) / seconds if seconds > 0 else float("nan")
 
 
-def move_to(batch: Any, device: torch.device) -> Any:
-    """Move every tensor in ``batch`` (nested tuples, named tuples, lists, dicts, objects with ``.to``)."""
+def map_tensors(batch: Any, fn: Callable[[Tensor], Tensor]) -> Any:
+    """``batch`` with every tensor replaced by ``fn(tensor)``, through nested tuples, named tuples, lists,
+    dicts and dataclasses; anything else is kept as is."""
     if isinstance(batch, Tensor):
-        return batch.to(device, non_blocking=True)
+        return fn(batch)
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(move_to(x, device) for x in batch))
+        return type(batch)(*(map_tensors(x, fn) for x in batch))
     if isinstance(batch, (list, tuple)):
-        return type(batch)(move_to(x, device) for x in batch)
+        return type(batch)(map_tensors(x, fn) for x in batch)
     if isinstance(batch, dict):
-        return {k: move_to(v, device) for k, v in batch.items()}
+        return {k: map_tensors(v, fn) for k, v in batch.items()}
     if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
-        return dataclasses.replace(batch, **{f.name: move_to(getattr(batch, f.name), device)
+        return dataclasses.replace(batch, **{f.name: map_tensors(getattr(batch, f.name), fn)
                                              for f in dataclasses.fields(batch) if f.init})
     return batch
+
+
+def move_to(batch: Any, device: torch.device) -> Any:
+    """Move every tensor in ``batch`` (nested tuples, named tuples, lists, dicts, dataclasses) to ``device``."""
+    return map_tensors(batch, lambda tensor: tensor.to(device, non_blocking=True))
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be resumed: unreadable, corrupt, or written by a different run (message says which)."""
+
+
+CHECKPOINT_HEADER = b"sparse_tutorial checkpoint v1 sha256="
+"""The start of a checkpoint file's first line; the SHA-256 of the rest of the file follows it."""
+
+RESUMABLE_CHANGES = ("epochs", "device", "progress", "checkpoint_path")
+""":class:`TrainConfig` fields that may differ between a run and its resumption: more epochs continue the
+run, and where it runs or what it shows do not change what it computes."""
+
+
+def save_checkpoint(path: str | Path, state: dict[str, Any]) -> None:
+    """Write ``state`` (anything ``torch.save`` takes) to ``path`` with its SHA-256, replacing the previous
+    file all at once; creates the folder."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    body = buffer.getvalue()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, CHECKPOINT_HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The state written by :func:`save_checkpoint` at ``path``, its tensors on the CPU.
+
+    Raises:
+        CheckpointError: the file is not such a checkpoint, or its content does not match its SHA-256.
+    """
+    header, _, body = Path(path).read_bytes().partition(b"\n")
+    if not header.startswith(CHECKPOINT_HEADER):
+        raise CheckpointError(f"{path} is not a checkpoint of sparse_tutorial.training (it does not start with "
+                              f"{CHECKPOINT_HEADER.decode()!r}); delete it to train from scratch")
+    if header[len(CHECKPOINT_HEADER):] != hashlib.sha256(body).hexdigest().encode():
+        raise CheckpointError(f"checkpoint {path} is corrupt (truncated or changed on disk: its SHA-256 differs "
+                              f"from the one recorded when it was written); delete it to train from scratch")
+    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+
+
+def _tensors_sha256(batches: Iterable[Any]) -> str:
+    """SHA-256 of the dtype, shape and bytes of every tensor in ``batches``, in order."""
+    digest = hashlib.sha256()
+
+    def add(tensor: Tensor) -> Tensor:
+        digest.update(f"{tensor.dtype}{tuple(tensor.shape)}".encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
+        return tensor
+
+    for batch in batches:
+        map_tensors(batch, add)
+    return digest.hexdigest()
+
+
+def run_fingerprint(model: nn.Module, train_batches: Batches, config: TrainConfig) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: ``config`` (less :data:`RESUMABLE_CHANGES`), the model's
+    parameter names and shapes, and the SHA-256 of the tensors of epoch 0's batches."""
+    return {"config": {k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES},
+            "parameters": {name: list(p.shape) for name, p in model.named_parameters()},
+            "data_sha256": _tensors_sha256(_epoch_batches(train_batches, 0))}
+
+
+def _fingerprint_differences(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    differences = [f"{key} = {stored['config'].get(key)!r} in the checkpoint, {value!r} now"
+                   for key, value in current["config"].items() if stored["config"].get(key) != value]
+    if stored["parameters"] != current["parameters"]:
+        differences.append("the model's parameter names or shapes")
+    if stored["data_sha256"] != current["data_sha256"]:
+        differences.append("the training data (the tensors of epoch 0's batches)")
+    return differences
+
+
+def _non_finite_parameter(model: nn.Module) -> str | None:
+    """The name of the first parameter holding a NaN or an infinity, else ``None`` (one device sync)."""
+    named = list(model.named_parameters())
+    if not named:
+        return None
+    finite = torch.stack([torch.isfinite(p).all() for _, p in named]).tolist()
+    return next((name for (name, _), ok in zip(named, finite) if not ok), None)
 
 
 def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
@@ -159,7 +261,12 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
         dev_fn: ``dev_fn(model) -> float``, higher is better; drives early stopping and the best epoch.
 
     Returns:
-        The :class:`History`. With ``dev_fn`` the model ends with the weights of its best dev epoch.
+        The :class:`History`. With ``dev_fn`` the model ends with the weights of its best dev epoch (the last
+        epoch's when no dev score was finite).
+
+    Raises:
+        FloatingPointError: a loss, or a parameter after a step, is NaN or infinite (names the step and epoch).
+        CheckpointError: ``config.checkpoint_path`` holds a corrupt checkpoint or one of a different run.
     """
     device = torch.device(config.device) if config.device is not None else default_device()
     use_amp = config.amp and device.type == "cuda"
@@ -172,8 +279,13 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
     bad_epochs, start_epoch = 0, 0
 
     path = Path(config.checkpoint_path) if config.checkpoint_path is not None else None
+    fingerprint = run_fingerprint(model, train_batches, config) if path is not None else None
     if path is not None and path.exists():
-        ckpt = torch.load(path, map_location=device, weights_only=False)
+        ckpt = load_checkpoint(path)
+        differences = _fingerprint_differences(ckpt["fingerprint"], fingerprint)
+        if differences:
+            raise CheckpointError(f"checkpoint {path} was written by a different run ({'; '.join(differences)}); "
+                                  f"use another checkpoint_path, or delete it to train from scratch")
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         scaler.load_state_dict(ckpt["scaler"])
@@ -198,29 +310,35 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=use_amp):
                 loss, stats = loss_fn(model, batch)
+            step = len(history.steps)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss_fn returned a non-finite loss ({loss.item()}) at epoch {epoch}")
+                raise FloatingPointError(f"loss_fn returned a non-finite loss ({loss.item()}) at step {step} "
+                                         f"(epoch {epoch})")
             scaler.scale(loss).backward()
             if config.grad_clip is not None:
                 scaler.unscale_(optimizer)
                 nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             scaler.step(optimizer)
             scaler.update()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            record = {"epoch": epoch, "step": len(history.steps), "loss": loss.item(),
+            broken = _non_finite_parameter(model)  # also waits for the step to finish on a GPU
+            if broken is not None:
+                raise FloatingPointError(f"parameter {broken!r} became NaN or infinite at step {step} (epoch "
+                                         f"{epoch}): a non-finite gradient reached it; these weights are "
+                                         f"neither saved nor returned")
+            record = {"epoch": epoch, "step": step, "loss": loss.item(),
                       "seconds": time.perf_counter() - tic, **{k: float(v) for k, v in stats.items()}}
             history.steps.append(record)
             records.append(record)
             bar.set_postfix(loss=f"{record['loss']:.3f}")
         summary = {"epoch": epoch, **_mean_stats(records), "seconds": time.perf_counter() - epoch_start}
 
-        improved = True
+        improved = dev_fn is None
         if dev_fn is not None:
             model.eval()
             with torch.no_grad():
                 summary["dev"] = float(dev_fn(model))
-            improved = history.best_dev is None or summary["dev"] > history.best_dev
+            improved = math.isfinite(summary["dev"]) and (history.best_dev is None
+                                                          or summary["dev"] > history.best_dev)
             if improved:
                 history.best_dev = summary["dev"]
                 best_state = copy.deepcopy(model.state_dict())
@@ -233,14 +351,16 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
         if config.patience is not None and bad_epochs >= config.patience and epoch + 1 < config.epochs:
             history.stopped_early = True
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scaler": scaler.state_dict(), "history": history.to_dict(), "best_state": best_state,
-                        "bad_epochs": bad_epochs, "epoch": epoch, "rng": torch.get_rng_state()}, path)
+            save_checkpoint(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                   "scaler": scaler.state_dict(), "history": history.to_dict(),
+                                   "best_state": best_state, "bad_epochs": bad_epochs, "epoch": epoch,
+                                   "rng": torch.get_rng_state(), "fingerprint": fingerprint})
         if history.stopped_early:
             break
 
     if best_state is not None:
         model.load_state_dict(best_state)
+    elif history.epochs:  # no finite dev score (or no dev_fn): the model holds the last epoch's weights
+        history.best_epoch = history.epochs[-1]["epoch"]
     model.eval()
     return history

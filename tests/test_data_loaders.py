@@ -126,7 +126,8 @@ def test_fetch_skips_cached_corpora(empty_cache, monkeypatch, capsys):
     registry.fetch(["ding"], force=True, verbose=False)
     assert len(calls) == 2
     assert json.loads((empty_cache / "ding" / "provenance.json").read_text())["source"] == "fake"
-    assert main(["fetch", "nonexistent"]) == 1
+    with pytest.raises(SystemExit, match="2"):
+        main(["fetch", "nonexistent"])
 
 
 def test_fetch_tries_every_corpus_and_names_the_failures(empty_cache, monkeypatch):

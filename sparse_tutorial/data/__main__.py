@@ -1,7 +1,9 @@
 """Command line: ``python -m sparse_tutorial.data fetch [NAME...] [--force]``, ``... list``.
 
 ``fetch`` without names fetches every corpus the book needs (``make data`` runs it); ``list`` shows each
-corpus and whether it is cached. The cache is ``$SPARSE_TUTORIAL_CACHE`` or ``~/.cache/sparse_tutorial``.
+corpus and whether it is cached, and why not when its folder is there but broken. The cache is
+``$SPARSE_TUTORIAL_CACHE`` or ``~/.cache/sparse_tutorial``. Corpus names and the cache folder are checked
+before anything is downloaded; a failure ends with one line saying what went wrong (exit status 2).
 """
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ import argparse
 import sys
 import time
 
-from sparse_tutorial.data.cache import cache_dir, is_fetched
+from sparse_tutorial.data.cache import CorpusNotFetchedError, cache_dir, corpus_dir, verify
 from sparse_tutorial.data.fetch import FetchError
 from sparse_tutorial.data.registry import CORPORA, fetch
+
+
+def _list() -> None:
+    for name, module in CORPORA.items():
+        try:
+            verify(name)
+            state, problem = "cached", None
+        except CorpusNotFetchedError as error:
+            state, problem = "not fetched", error if corpus_dir(name).exists() else None
+        print(f"{name:16s} {state:12s} {module.SOURCE}")
+        if problem is not None:
+            print(f"{'':16s} ({problem})")
+    print(f"cache: {cache_dir()}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,17 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("list", help="list the corpora and whether each is cached")
     args = parser.parse_args(argv)
     if args.command == "list":
-        for name, module in CORPORA.items():
-            state = "cached" if is_fetched(name) else "not fetched"
-            print(f"{name:16s} {state:12s} {module.SOURCE}")
-        print(f"cache: {cache_dir()}")
+        _list()
         return 0
+    unknown = [name for name in args.names if name not in CORPORA]
+    if unknown:
+        fetch_parser.error(f"unknown corpus {', '.join(map(repr, unknown))}; "
+                           f"known corpora: {', '.join(sorted(CORPORA))}")
     started = time.perf_counter()
     try:
         fetch(args.names, force=args.force)
-    except (FetchError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except (FetchError, OSError) as error:
+        print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2  # argparse's exit status for a command that cannot run as asked
     print(f"[data] done in {time.perf_counter() - started:.1f} s; cache: {cache_dir()}")
     return 0
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
 from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import pip_download, store
+from sparse_tutorial.data.fetch import WHEEL_PYTHON, pip_download, store
 
 NAME = "bible_alignments"
 REQUIREMENT = "bible-alignments==0.4.2"
@@ -129,10 +129,12 @@ def parse(alignments: dict[str, Any], source_lines: Iterable[str],
 
 
 def fetch() -> Provenance:
-    """``pip download --no-deps bible-alignments==0.4.2`` and keep the alignments and both word lists."""
+    """``pip download --no-deps bible-alignments==0.4.2`` (the wheel requires Python < 3.12, so the Python
+    3.11 wheel is asked for: :data:`~sparse_tutorial.data.fetch.WHEEL_PYTHON`) and keep the alignments and
+    both word lists."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = pip_download(REQUIREMENT, Path(tmp))
+        wheel = pip_download(REQUIREMENT, Path(tmp), extra_args=WHEEL_PYTHON)
         with zipfile.ZipFile(wheel) as archive:
             contents = {FILES[key]: archive.read(member) for key, member in MEMBERS.items()}
     return store(NAME, contents, SOURCE, "0.4.2", LICENSE, started, notes={"wheel": wheel.name})

@@ -9,8 +9,9 @@ has its own folder ``<cache>/<name>/`` holding the extracted data files and ``pr
      "version": "1.9-6", "license": "GPL-2+", "files": {"de-en": "<sha256>"}, "fetched": "2026-...Z",
      "fetch_seconds": 1.2, "notes": {}}
 
-A corpus counts as fetched when its provenance file exists and every listed file is present with the
-recorded SHA-256.
+A corpus counts as fetched when its provenance file exists and is a readable record, and every listed file is
+present with the recorded SHA-256; anything else (a corrupt ``provenance.json`` included) counts as not
+fetched, and fetching it again repairs it.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sparse_tutorial.atomic import atomic_write_text
 
 CACHE_ENV = "SPARSE_TUTORIAL_CACHE"
 PROVENANCE_FILE = "provenance.json"
@@ -76,14 +79,23 @@ class Provenance:
         return f"[data] {self.name}: {self.source}, version {self.version}, license {self.license} ({hashes})"
 
     def save(self, directory: Path) -> None:
-        """Write ``provenance.json`` into ``directory``."""
-        (directory / PROVENANCE_FILE).write_text(json.dumps(asdict(self), indent=1, ensure_ascii=False) + "\n",
-                                                 encoding="utf-8")
+        """Write ``provenance.json`` into ``directory`` (all at once: :mod:`sparse_tutorial.atomic`)."""
+        atomic_write_text(directory / PROVENANCE_FILE, json.dumps(asdict(self), indent=1, ensure_ascii=False) + "\n")
 
     @classmethod
     def read(cls, directory: Path) -> "Provenance":
-        """Read ``provenance.json`` from ``directory``."""
-        return cls(**json.loads((directory / PROVENANCE_FILE).read_text(encoding="utf-8")))
+        """Read ``provenance.json`` from ``directory``.
+
+        Raises:
+            ValueError: the file is not UTF-8 JSON, or not a provenance record.
+        """
+        record = json.loads((directory / PROVENANCE_FILE).read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+            raise ValueError("not a provenance record (it has no 'files' mapping)")
+        try:
+            return cls(**record)
+        except TypeError as error:
+            raise ValueError(f"not a provenance record ({error})") from error
 
 
 def verify(name: str, check_hashes: bool = True) -> Provenance:
@@ -96,7 +108,11 @@ def verify(name: str, check_hashes: bool = True) -> Provenance:
     command = fetch_command(name)
     if not (directory / PROVENANCE_FILE).is_file():
         raise CorpusNotFetchedError(f"corpus {name!r} is not in the cache {directory}; fetch it with: {command}")
-    provenance = Provenance.read(directory)
+    try:
+        provenance = Provenance.read(directory)
+    except ValueError as error:
+        raise CorpusNotFetchedError(f"corpus {name!r}: {directory / PROVENANCE_FILE} is unreadable ({error}); "
+                                    f"fetch it again with: {command}") from error
     for file_name, digest in provenance.files.items():
         path = directory / file_name
         if not path.is_file():

@@ -22,6 +22,12 @@ from typing import Any
 from sparse_tutorial.data.cache import Provenance, corpus_dir, sha256_file
 
 
+WHEEL_PYTHON = ("--python-version", "3.11")
+"""``pip download`` arguments that ask for the wheel of Python 3.11 whatever Python runs: nothing is installed,
+and a wheel that declares ``Requires-Python < 3.12`` (bible-alignments 0.4.2) would otherwise not be found on
+a newer Python (Colab's 3.13), nor would a per-Python wheel (river) be the same file on every machine."""
+
+
 class FetchError(RuntimeError):
     """A registry client failed; the message holds the command and the end of its output."""
 
@@ -82,12 +88,48 @@ def deb_extract(deb: Path, directory: Path) -> Path:
     return directory
 
 
+STALE_STAGING_SECONDS = 600
+"""A staging folder lives for the seconds :func:`store` takes to write and hash the files; one untouched for
+longer was left by a fetch that was killed, and the next :func:`store` of that corpus removes it."""
+
+
+def _remove_stale_staging(name: str) -> None:
+    """Remove the ``.NAME-*`` folders that killed fetches of corpus ``name`` left beside its folder."""
+    for folder in corpus_dir(name).parent.glob(f".{name}-*"):
+        if folder.is_dir() and time.time() - folder.stat().st_mtime > STALE_STAGING_SECONDS:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Put ``staging`` in the place of ``target``: the old folder is renamed aside first, so the corpus is
+    missing only between two renames (not for a whole ``rmtree``), then removed; if the second rename fails
+    the old folder is put back."""
+    if not target.exists():
+        staging.rename(target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+    old.rmdir()
+    target.rename(old)
+    try:
+        staging.rename(target)
+    except BaseException:
+        old.rename(target)
+        raise
+    shutil.rmtree(old)
+
+
 def store(name: str, files: Mapping[str, bytes], source: str, version: str, license: str,
           started: float, notes: dict[str, Any] | None = None) -> Provenance:
     """Write ``files`` (name -> content) into the corpus folder, replacing what was there, and save the
-    provenance with each file's SHA-256 and the seconds since ``started`` (a ``time.perf_counter()``)."""
+    provenance with each file's SHA-256 and the seconds since ``started`` (a ``time.perf_counter()``).
+
+    Everything is written into a staging folder ``.NAME-*`` beside the corpus folder first and swapped in
+    when complete (:func:`_swap_in`), so a failed write (a full disk) leaves the cached corpus as it was.
+    Staging folders left by a killed fetch are removed by the next store (:data:`STALE_STAGING_SECONDS`).
+    """
     target = corpus_dir(name)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(name)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         for file_name, content in files.items():
@@ -99,9 +141,7 @@ def store(name: str, files: Mapping[str, bytes], source: str, version: str, lice
             fetch_seconds=round(time.perf_counter() - started, 2), notes=dict(notes or {}))
         provenance.save(staging)
         staging.chmod(0o755)
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+        _swap_in(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging)

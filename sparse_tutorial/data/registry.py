@@ -10,9 +10,10 @@ import time
 from collections.abc import Sequence
 from types import ModuleType
 
+from sparse_tutorial.atomic import writable_directory
 from sparse_tutorial.data import (
     apt_descriptions, bible, bible_alignments, ding, newsgroups, rotten_tomatoes, yeast)
-from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, verify
+from sparse_tutorial.data.cache import CACHE_ENV, CorpusNotFetchedError, Provenance, cache_dir, verify
 from sparse_tutorial.data.fetch import FetchError
 
 CORPORA: dict[str, ModuleType] = {module.NAME: module for module in (
@@ -33,6 +34,7 @@ def fetch(names: Sequence[str] | None = None, force: bool = False,
     A corpus already cached with intact files is skipped unless ``force``. Returns the provenance of each.
 
     Raises:
+        UnwritableDirectoryError: the cache cannot be written (checked before anything is downloaded).
         FetchError: after trying every corpus, naming those that failed (e.g. no apt on this machine).
     """
     chosen = list(CORPORA) if not names else list(dict.fromkeys(names))
@@ -47,6 +49,7 @@ def fetch(names: Sequence[str] | None = None, force: bool = False,
                 continue
             except CorpusNotFetchedError:
                 pass
+        writable_directory(cache_dir(), f"the corpus cache (${CACHE_ENV} chooses another)")
         started = time.perf_counter()
         try:
             provenances[name] = module.fetch()

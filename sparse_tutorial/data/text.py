@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from sparse_tutorial.atomic import atomic_write_text
+
 TOKEN_PATTERN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|[^\w\s]|_")
 """A word (letters/digits, inner apostrophes allowed) or one single punctuation/symbol character."""
 
@@ -118,9 +120,10 @@ class Vocabulary:
         return tokens
 
     def save(self, path: str | Path) -> None:
-        """Write the vocabulary as JSON: ``{"specials": [...], "tokens": [...]}`` (tokens in id order)."""
+        """Write the vocabulary as JSON: ``{"specials": [...], "tokens": [...]}`` (tokens in id order), all at
+        once (:func:`~sparse_tutorial.atomic.atomic_write_text`)."""
         payload = {"specials": list(SPECIALS), "tokens": self.itos[len(SPECIALS):]}
-        Path(path).write_text(json.dumps(payload, ensure_ascii=False, indent=0), encoding="utf-8")
+        atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=0))
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocabulary":

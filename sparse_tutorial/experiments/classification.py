@@ -327,8 +327,8 @@ def run(profile: str, seeds: int) -> dict[str, Any]:
     device = training_device(profile)
     seed_list = tuple(range(seeds))
     table, scores, corpora = [], [], {}
-    for corpus, load_kwargs in settings["tasks"]:
-        task = load_task(corpus, **load_kwargs)
+    tasks = [load_task(corpus, **load_kwargs) for corpus, load_kwargs in settings["tasks"]]  # all before training
+    for task in tasks:
         if settings["train"] is not None and len(task.train.labels) > settings["train"]:
             task = task.subset(settings["train"])
         corpora[task.name] = task.provenance

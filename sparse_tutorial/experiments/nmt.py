@@ -408,6 +408,8 @@ def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = N
     if device.type == "cpu":
         torch.set_num_threads(sizes.threads)
     data = data if data is not None else load_translation_data(sizes)
+    # Both corpora are loaded (and checked) before any training, so a missing one fails in seconds.
+    alignment = alignment if alignment is not None or not sizes.alignment_systems else load_alignment_data(sizes)
     seed_list = list(range(seeds))
     per_seed: dict[str, list[dict[str, float]]] = {name: [] for name in sizes.systems}
     significance: dict[str, list[float | None]] = {name: [] for name in sizes.systems}
@@ -454,7 +456,6 @@ def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = N
                          for lam, ms in sweep.items()},
         "examples": examples, "heatmaps": heatmaps, "loss_curves": curves, "baseline_step_nll": step_losses,
     }
-    alignment = alignment if alignment is not None or not sizes.alignment_systems else load_alignment_data(sizes)
     if alignment is None:
         results["alignment"] = {"status": f"pending: the data package has no {ALIGNMENT_CORPUS!r} corpus yet"}
     else:

@@ -9,19 +9,22 @@ provenance). Adding a module is all it takes to register one: :func:`available` 
 ``python -m sparse_tutorial.experiments NAME --profile {quick,full} [--seeds N]`` runs one. A module may
 accept more profile names than ``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
 
-:func:`run_experiment` wraps the module's results with what makes them reproducible -- profile, seeds,
-library versions, hardware, device, wall time, the command and the git commit -- and :func:`write_results`
-stores them; :func:`load_results` is what a chapter calls.
+:func:`run_experiment` checks its arguments and the results folder first, wraps the module's results with
+what makes them reproducible -- profile, seeds, library versions, hardware, device, wall time, the command
+and the git commit -- and :func:`write_results` stores them as strict JSON, replacing the previous file all
+at once; :func:`load_results` is what a chapter calls.
 """
 from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import pkgutil
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from importlib import metadata
@@ -30,6 +33,7 @@ from typing import Any
 
 import torch
 
+from sparse_tutorial.atomic import atomic_write_text, writable_directory
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
@@ -82,13 +86,28 @@ def _git_commit() -> str | None:
         return None
 
 
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf) replaced by ``None``, in nested dicts, lists and
+    tuples: strict JSON has no NaN, and readers other than Python's (``jq``, JavaScript) reject it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
+
+
 def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
-    """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path."""
-    directory = Path(directory) if directory is not None else results_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=1, sort_keys=False, allow_nan=True) + "\n")
-    return path
+    """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path.
+
+    The file is strict JSON: a NaN or infinite number is written as ``null`` (see :func:`strict_json`). It is
+    replaced all at once (:func:`~sparse_tutorial.atomic.atomic_write_text`), so a full disk or a second
+    writer never leaves a broken file: the previous results stay until the new ones are complete.
+    """
+    directory = writable_directory(directory if directory is not None else results_dir(), "the results folder")
+    text = json.dumps(strict_json(payload), indent=1, sort_keys=False, allow_nan=False) + "\n"
+    return atomic_write_text(directory / f"{name}.json", text)
 
 
 def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | None:
@@ -97,22 +116,57 @@ def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | N
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
-                   write: bool = True) -> dict[str, Any]:
-    """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
+def accepted_profiles(name: str) -> tuple[str, ...]:
+    """The profiles experiment ``name`` accepts: its module's ``PROFILES``, else ``quick`` and ``full``."""
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    return tuple(getattr(module, "PROFILES", PROFILES))
+
+
+def check_arguments(name: str, profile: str, seeds: int) -> None:
+    """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``.
 
     Raises:
-        ValueError: if ``name`` is not in :func:`available` or ``profile`` is not accepted by it, or
-            ``seeds`` < 1.
+        ValueError: if ``name`` is not in :func:`available`, ``profile`` is not in
+            :func:`accepted_profiles`, or ``seeds`` < 1.
     """
     if name not in available():
         raise ValueError(f"name must be one of {available()}, got {name!r}")
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
+    if profile not in accepted_profiles(name):
+        raise ValueError(f"profile must be one of {accepted_profiles(name)} for {name!r}, got {profile!r}")
+
+
+class ResultsNotWrittenError(OSError):
+    """The experiment ran but its JSON could not be written where asked; the message says where it went."""
+
+
+def _write_or_rescue(name: str, payload: dict[str, Any], directory: Path | None) -> Path:
+    """:func:`write_results`; when that fails (the disk filled during the run), write to a new folder in
+    the system's temporary folder instead and raise :class:`ResultsNotWrittenError` naming that file."""
+    try:
+        return write_results(name, payload, directory)
+    except OSError as error:
+        rescued = write_results(name, payload, Path(tempfile.mkdtemp(prefix=f"sparse_tutorial-{name}-")))
+        raise ResultsNotWrittenError(f"could not write the results of {name!r} ({error}); "
+                                     f"they were saved to {rescued} instead") from error
+
+
+def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
+                   write: bool = True) -> dict[str, Any]:
+    """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
+
+    Every argument and, with ``write``, the results folder are checked before the experiment starts.
+
+    Raises:
+        ValueError: see :func:`check_arguments`.
+        UnwritableDirectoryError: the results folder is a file, cannot be created or is read-only.
+        ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
+    """
+    check_arguments(name, profile, seeds)
+    if write:
+        writable_directory(directory if directory is not None else results_dir(), "the results folder")
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
-    accepted = tuple(getattr(module, "PROFILES", PROFILES))
-    if profile not in accepted:
-        raise ValueError(f"profile must be one of {accepted} for {name!r}, got {profile!r}")
     started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
     tic = time.perf_counter()
     results = module.run(profile=profile, seeds=seeds)
@@ -122,5 +176,5 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
                "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit,
                "environment": environment(), "argv": sys.argv[1:], **results}
     if write:
-        write_results(name, payload, directory)
+        _write_or_rescue(name, payload, directory)
     return payload

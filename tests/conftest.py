@@ -1,0 +1,65 @@
+"""Fixtures shared by the tests of sparse_tutorial."""
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+
+class _HalfThenAction:
+    """A file opened for writing whose first ``write`` stores half of its data, calls ``action`` and only
+    then (if ``action`` did not raise) stores the rest."""
+
+    def __init__(self, handle: Any, action: Callable[[], None]) -> None:
+        self.handle, self.action = handle, action
+
+    def write(self, data: Any) -> int:
+        half = len(data) // 2
+        self.handle.write(data[:half])
+        self.handle.flush()
+        action, self.action = self.action, lambda: None
+        action()
+        return half + self.handle.write(data[half:])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+    def __enter__(self) -> "_HalfThenAction":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.handle.close()
+
+
+@pytest.fixture
+def interrupt_next_write(monkeypatch) -> Callable[[Callable[[], None]], None]:
+    """``interrupt_next_write(action)``: the next file opened for writing through ``Path.open`` (what
+    ``write_text``/``write_bytes`` use) writes half its data, then runs ``action`` -- e.g. a second writer
+    of the same file -- then writes the rest. Later writes are not touched."""
+
+    def arm(action: Callable[[], None]) -> None:
+        original_open = Path.open
+        armed = [True]
+
+        def open_(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            handle = original_open(self, mode, *args, **kwargs)
+            if not armed[0] or not any(flag in mode for flag in "wax"):
+                return handle
+            armed[0] = False
+            return _HalfThenAction(handle, action)
+
+        monkeypatch.setattr(Path, "open", open_)
+
+    return arm
+
+
+@pytest.fixture
+def fill_disk_mid_write(interrupt_next_write) -> Callable[[], None]:
+    """``fill_disk_mid_write()``: the next file written stops half-way with ``OSError(ENOSPC)``."""
+
+    def disk_full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    return lambda: interrupt_next_write(disk_full)

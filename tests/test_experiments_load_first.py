@@ -1,0 +1,31 @@
+"""Findings 2 and 12 of issue 19: an experiment loads every corpus it needs before it trains anything, so a
+missing corpus fails in seconds, not after an hour of training."""
+import pytest
+
+from sparse_tutorial.data.cache import CorpusNotFetchedError
+from sparse_tutorial.experiments import classification, nmt
+
+
+def no_training(*args, **kwargs):
+    raise AssertionError("training started before every corpus was loaded")
+
+
+def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(nmt, "run_system", no_training)
+    pair = nmt.Pair(["a", "b"], ["b", "a"], [["b", "a"]])
+    data = nmt.build_data([pair] * 4, [pair], [pair], 1, {"name": "toy"})
+    with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible_alignments"):
+        nmt.run("quick", seeds=1, data=data, device="cpu")
+
+
+def test_classification_loads_every_task_before_training(monkeypatch):
+    def load_task(corpus, **kwargs):
+        if corpus == "newsgroups":
+            raise CorpusNotFetchedError("fetch it with: python -m sparse_tutorial.data fetch newsgroups")
+        return object()
+
+    monkeypatch.setattr(classification, "load_task", load_task)
+    monkeypatch.setattr(classification, "lambda_table", no_training)
+    with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
+        classification.run("full", seeds=1)
