@@ -105,7 +105,7 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
 def _raw(tensor: Tensor) -> Tensor:
     """``tensor`` with its memory holding its values: a lazily negated or conjugated view is materialised
     (``data_ptr`` of ``torch._neg_view(x)`` points at ``x``'s numbers)."""
-    return tensor.resolve_neg().resolve_conj()
+    return tensor.resolve_neg().resolve_conj() if tensor.is_neg() or tensor.is_conj() else tensor
 
 
 class Kernel:

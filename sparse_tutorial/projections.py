@@ -131,13 +131,22 @@ def gumbel_softmax(scores: Tensor, temperature: float = 1.0, hard: bool = False,
     return (one_hot.masked_fill(empty, 0.0) - soft.detach() + soft).to(scores.dtype)
 
 
+def _is_rows(tensor: Tensor, dim: int) -> bool:
+    """Whether ``tensor`` already is a contiguous ``(rows, n)`` matrix along ``dim`` (nothing to reshape)."""
+    return tensor.dim() == 2 and dim in (-1, 1) and tensor.is_contiguous()
+
+
 def _as_rows(tensor: Tensor, dim: int) -> Tensor:
     """``tensor`` with ``dim`` moved last, as a contiguous ``(rows, n)`` matrix (a copy only if needed)."""
+    if _is_rows(tensor, dim):
+        return tensor
     return tensor.movedim(dim, -1).reshape(-1, tensor.size(dim)).contiguous()
 
 
 def _from_rows(rows: Tensor, like: Tensor, dim: int) -> Tensor:
     """Inverse of :func:`_as_rows`: the ``(rows, n)`` matrix back in the shape of ``like``."""
+    if like.dim() == 2 and dim in (-1, 1):
+        return rows
     return rows.view(like.movedim(dim, -1).shape).movedim(-1, dim)
 
 
