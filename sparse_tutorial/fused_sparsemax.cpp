@@ -107,7 +107,7 @@ struct Support {
 };
 
 template <typename T, Projection P, bool ROWS_IN_LANES>
-static INLINE Support<T> support_at(const Vec<T>* columns, int64_t count, Vec<T> shift, Vec<T> tau) {
+static INLINE Support<T> support_at(const Vec<T>* columns, int64_t count, Vec<T> tau) {
     using V = Vec<T>;
     const V zero = V{}, one = zero + 1;
     V size = zero, min = zero + INFINITY;
@@ -115,7 +115,7 @@ static INLINE Support<T> support_at(const Vec<T>* columns, int64_t count, Vec<T>
     for (int64_t start = 0; start < count; start += SUM_BLOCK) {
         V sum = zero, sum_sq = zero;  // of at most SUM_BLOCK terms of one sign: exact enough in T
         for (int64_t i = start; i < std::min(count, start + SUM_BLOCK); ++i) {
-            const V z = P == Projection::entmax15 ? (columns[i] - shift) * T(0.5) : columns[i] - shift;
+            const V z = columns[i];
             const auto above = z > tau;
             const V kept = above ? z : zero;
             size += above ? one : zero;
@@ -158,10 +158,12 @@ static Vec<T> project(Vec<T>* columns, Vec<T>* roots, int64_t count) {
         invalid = all_lanes_max(invalid);
     }
     const V shift = row_max == -infinity ? zero : row_max;  // an all -inf row stays -inf: weights 0
+    for (int64_t i = 0; i < count; ++i)  // the scores z (halved for entmax) every step reads, in place
+        columns[i] = P == Projection::entmax15 ? (columns[i] - shift) * T(0.5) : columns[i] - shift;
     const W wide_zero = W{}, wide_one = wide_zero + 1;
     W tau = wide_zero - 1, previous_size = wide_zero - 1;
     for (int step = 0; step < MAX_STEPS; ++step) {
-        const Support<T> s = support_at<T, P, ROWS_IN_LANES>(columns, count, shift, narrow<T>(tau));
+        const Support<T> s = support_at<T, P, ROWS_IN_LANES>(columns, count, narrow<T>(tau));
         const auto empty = s.size == 0;  // an all -inf row: nothing to do
         std::remove_const_t<decltype(empty)> settled;
         if (P == Projection::sparsemax) {
@@ -188,8 +190,7 @@ static Vec<T> project(Vec<T>* columns, Vec<T>* roots, int64_t count) {
     }
     const V threshold = narrow<T>(tau);
     for (int64_t i = 0; i < count; ++i) {
-        const V z = P == Projection::entmax15 ? (columns[i] - shift) * T(0.5) : columns[i] - shift;
-        const V above = z - threshold;
+        const V above = columns[i] - threshold;
         const V root = above > 0 ? above : zero;
         columns[i] = P == Projection::entmax15 ? root * root : root;
         if (P == Projection::entmax15) roots[i] = root;
