@@ -49,11 +49,13 @@ def test_execute_book_stores_outputs_in_the_profile_without_cuda(tmp_path):
     assert not any("execution" in cell.metadata for cell in cells)  # no timestamps: stable diffs
 
 
-def test_execute_book_names_the_failing_chapter_and_keeps_it_unchanged(tmp_path):
+@pytest.mark.parametrize(("source", "error"), [("1 / 0", "ZeroDivisionError"), ("import os; os._exit(1)", "DeadKernelError")],
+                         ids=["a cell raises", "the kernel dies"])
+def test_execute_book_names_the_failing_chapter_and_keeps_it_unchanged(tmp_path, source, error):
     path = tmp_path / "broken.ipynb"
-    make_notebook(path, "1 / 0")
+    make_notebook(path, source)
     before = path.read_text()
-    with pytest.raises(ChapterError, match="(?s)broken.ipynb.*ZeroDivisionError"):
+    with pytest.raises(ChapterError, match=f"(?s)broken.ipynb.*{error}"):
         execute_book([path], timeout=120)
     assert path.read_text() == before
 
@@ -68,15 +70,6 @@ def test_execute_book_stops_a_chapter_past_its_time_budget(tmp_path):
     make_notebook(path, "import time; time.sleep(1.5)", "time.sleep(1.5)", "time.sleep(1.5)")
     with pytest.raises(ChapterError, match="slow.ipynb"):
         execute_book([path], timeout=3)  # every cell fits in 3 s, the three together do not
-
-
-def test_execute_book_names_the_chapter_whose_kernel_died(tmp_path):
-    path = tmp_path / "crash.ipynb"
-    make_notebook(path, "import os; os._exit(1)")
-    before = path.read_text()
-    with pytest.raises(ChapterError, match="(?s)crash.ipynb.*DeadKernelError"):
-        execute_book([path], timeout=120)
-    assert path.read_text() == before
 
 
 @pytest.fixture
