@@ -50,7 +50,7 @@ html: $(STAMP) $(MATHJAX)
 	touch _build/html/.nojekyll
 
 book: data compiler $(MATHJAX)
-	$(PY) -m sparse_tutorial.book_tools execute --timeout $(CHAPTER_TIMEOUT) --profile $(PROFILE) $(if $(GPU),--gpu)
+	$(PY) tools/book_tools.py execute --timeout $(CHAPTER_TIMEOUT) --profile $(PROFILE) $(if $(GPU),--gpu)
 	$(MAKE) html
 
 # The browser test needs Chromium; on Debian as root it is installed when missing (else the test skips).

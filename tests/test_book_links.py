@@ -4,13 +4,15 @@ An offline stand-in for Sphinx's ``linkcheck``: it parses every page of ``_build
 each relative ``href``/``src`` names a file of the built site and, for links to a page, that the
 ``#fragment`` is an id of that page. External links (https://...) are not followed.
 """
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from sparse_tutorial.book_tools import REPO_ROOT, toc_documents, toc_notebooks
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from book_tools import REPO_ROOT, toc_documents, toc_notebooks  # noqa: E402
 
 REPOSITORY = "sparse-attention-book/sparse-attention-book"
 

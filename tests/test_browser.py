@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tutorial.book_tools import REPO_ROOT, toc_notebooks
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from book_tools import REPO_ROOT, toc_notebooks  # noqa: E402
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM = os.environ.get("CHROMIUM") or next(filter(None, map(shutil.which, BROWSERS)), None)

@@ -48,9 +48,16 @@ def available() -> list[str]:
                   if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS)
 
 
+STORED_RESULTS = Path(__file__).resolve().parents[1] / "stored_results"
+"""The book's stored results as a pip install ships them: the wheel copies ``book/results/*.json`` here
+(``pyproject.toml``); in a clone this folder does not exist and :func:`results_dir` has the same files."""
+
+
 def results_dir() -> Path:
-    """``$SPARSE_TUTORIAL_RESULTS`` if set, else ``book/results`` of the repository holding this package
-    (an editable install or a clone), else ``book/results`` under the working directory."""
+    """Where an experiment writes by default, and where :func:`load_results` looks first:
+    ``$SPARSE_TUTORIAL_RESULTS`` if set, else ``book/results`` of the repository holding this package
+    (an editable install or a clone), else ``book/results`` under the working directory (a pip install,
+    e.g. on Colab)."""
     if os.environ.get("SPARSE_TUTORIAL_RESULTS"):
         return Path(os.environ["SPARSE_TUTORIAL_RESULTS"])
     repo = Path(__file__).resolve().parents[2]
@@ -111,9 +118,14 @@ def write_results(name: str, payload: dict[str, Any], directory: Path | None = N
 
 
 def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | None:
-    """The stored results of experiment ``name``, or ``None`` when it has not been run."""
-    path = (Path(directory) if directory is not None else results_dir()) / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    """The results of experiment ``name``: ``DIRECTORY/NAME.json`` when ``directory`` is given; else your own
+    run in :func:`results_dir` if there is one, else the book's run shipped with the package
+    (:data:`STORED_RESULTS`). ``None`` when there is none."""
+    folders = [Path(directory)] if directory is not None else [results_dir(), STORED_RESULTS]
+    for path in (folder / f"{name}.json" for folder in folders):
+        if path.exists():
+            return json.loads(path.read_text())
+    return None
 
 
 def accepted_profiles(name: str) -> tuple[str, ...]:

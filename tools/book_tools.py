@@ -1,20 +1,27 @@
 """Execute the book's chapters in place, so their stored outputs are fresh before the book is built.
 
-``make book`` runs ``python -m sparse_tutorial.book_tools execute``: every notebook listed in ``_toc.yml``
-is executed top to bottom in a fresh kernel (``nbclient``), in the ``quick`` profile and on the CPU unless
-told otherwise, and written back with its outputs. A chapter that raises or runs past its timeout stops
-the run with the chapter's name and the failing cell; notebooks already executed keep their new outputs.
+``make book`` runs ``python tools/book_tools.py execute``: every notebook listed in ``_toc.yml`` is executed
+top to bottom in a fresh kernel (``nbclient``), in the ``quick`` profile and on the CPU unless told
+otherwise, and written back with its outputs. A chapter that raises, runs past its timeout, kills its
+kernel or cannot be written back stops the run with the chapter's name and the reason; that chapter's file
+is unchanged (it is replaced all at once, never written in place), notebooks already executed keep their
+new outputs.
 
-Command line::
+This is build tooling of the repository, not part of the library: it needs ``nbclient`` and ``PyYAML``
+(``requirements.txt``), which the library does not depend on.
 
-    python -m sparse_tutorial.book_tools list                       # the chapters, in book order
-    python -m sparse_tutorial.book_tools execute [PATH ...] [--timeout S] [--profile full] [--gpu]
+Command line (from the repository root)::
+
+    python tools/book_tools.py list                       # the chapters, in book order
+    python tools/book_tools.py execute [PATH ...] [--timeout S] [--profile full] [--gpu]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,14 +30,14 @@ from pathlib import Path
 import nbformat
 import yaml
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from tqdm.auto import tqdm
 
 from sparse_tutorial.hardware import cpu_backend, describe_cpu_backend
 from sparse_tutorial.profiles import PROFILES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-"""The repository root, where ``_toc.yml`` lies (the library is installed editable)."""
+"""The repository root, where ``_toc.yml`` lies."""
 
 
 def _toc_files(entries: Sequence[Mapping]) -> Iterator[str]:
@@ -78,17 +85,38 @@ def _environment(overrides: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:
+    """Replace ``path`` by ``notebook`` all at once: written to a temporary file in the same folder, then
+    ``os.replace``-d onto it, so a full disk or an interrupted write leaves the previous file intact.
+
+    Raises:
+        OSError: the temporary file could not be written (it is removed; ``path`` is unchanged).
+    """
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            nbformat.write(notebook, handle)
+        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)  # mkstemp: 0o600
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def execute_notebook(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> float:
-    """Execute one notebook in place, in its own directory, and return the seconds it took.
+    """Execute one notebook in its own directory, store its new outputs in it and return the seconds it took.
 
     Args:
-        path: the ``.ipynb`` file; it is overwritten with the new outputs only when every cell succeeded.
+        path: the ``.ipynb`` file; it is replaced with the new outputs (:func:`write_notebook`) only when
+            every cell succeeded.
         timeout: seconds the whole notebook may run (each cell gets what is left of it).
         kernel_name: the Jupyter kernel to start.
 
     Raises:
         CellExecutionError: a cell raised; the message names the cell and the error.
         CellTimeoutError: the notebook ran longer than ``timeout``.
+        DeadKernelError: the kernel died (out of memory, a crash in native code).
+        OSError: the notebook could not be written back; the file is unchanged.
     """
     notebook = nbformat.read(path, as_version=4)
     deadline = time.monotonic() + timeout
@@ -102,12 +130,13 @@ def execute_notebook(path: Path, timeout: int = 1800, kernel_name: str = "python
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    nbformat.write(notebook, path)
+    write_notebook(notebook, path)
     return seconds
 
 
 class ChapterError(RuntimeError):
-    """A chapter raised or timed out while the book was being executed."""
+    """A chapter raised, timed out, killed its kernel or could not be written back while the book was being
+    executed."""
 
 
 def execute_book(
@@ -132,14 +161,15 @@ def execute_book(
             progress.set_postfix_str(path.name)
             try:
                 seconds[path] = execute_notebook(path, timeout=timeout)
-            except (CellExecutionError, CellTimeoutError) as error:
-                raise ChapterError(f"{path} failed, its stored outputs are unchanged:\n{error}") from error
+            except (CellExecutionError, CellTimeoutError, DeadKernelError, OSError) as error:
+                raise ChapterError(f"{path} failed, its stored outputs are unchanged:\n"
+                                   f"{type(error).__name__}: {error}") from error
             progress.write(f"{seconds[path]:7.1f} s  {path}")
     return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sparse_tutorial.book_tools", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python tools/book_tools.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="print the chapters of _toc.yml that are notebooks, in book order")
     execute = commands.add_parser("execute", help="execute chapters in place (default: every chapter)")
