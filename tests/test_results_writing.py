@@ -75,3 +75,23 @@ def test_results_are_rescued_when_the_disk_fills_after_the_run(counted_experimen
     shutil.rmtree(rescued.parent)
     assert stored["experiment"] == "counted" and stored["score"] is None and stored["curve"] == [1.0, None, None]
     assert not (tmp_path / "counted.json").exists()
+
+
+class _InstalledFromGit:
+    """A stand-in for ``importlib.metadata.distribution`` of a package pip installed from a repository."""
+
+    def read_text(self, name: str) -> str | None:
+        return json.dumps({"url": "https://example.org/repo.git", "vcs_info": {"vcs": "git", "commit_id": "abc123"}}) \
+            if name == "direct_url.json" else None
+
+
+def test_results_from_a_pip_install_record_the_commit_pip_installed(monkeypatch):
+    """Outside a clone ``git rev-parse`` fails; the commit comes from pip's ``direct_url.json`` (was ``null``)."""
+    def no_git(*args, **kwargs):
+        raise OSError("not a git repository")
+
+    monkeypatch.setattr(runner.subprocess, "run", no_git)
+    monkeypatch.setattr(runner.metadata, "distribution", lambda name: _InstalledFromGit())
+    assert runner._git_commit() == "abc123"
+    monkeypatch.setattr(runner.metadata, "distribution", lambda name: types.SimpleNamespace(read_text=lambda n: None))
+    assert runner._git_commit() is None  # installed from a wheel or an index: no commit to record

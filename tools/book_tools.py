@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,6 +31,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 from tqdm.auto import tqdm
 
+from sparse_tutorial.atomic import atomic_write_text
 from sparse_tutorial.hardware import cpu_backend, describe_cpu_backend
 from sparse_tutorial.profiles import PROFILES
 
@@ -92,15 +91,8 @@ def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:
     Raises:
         OSError: the temporary file could not be written (it is removed; ``path`` is unchanged).
     """
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            nbformat.write(notebook, handle)
-        os.chmod(temporary, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)  # mkstemp: 0o600
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    text = nbformat.writes(notebook)
+    atomic_write_text(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends a file
 
 
 def execute_notebook(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> float:

@@ -85,12 +85,19 @@ def environment(device: torch.device | None = None) -> dict[str, Any]:
 
 
 def _git_commit() -> str | None:
+    """The commit of the code that runs: ``git rev-parse HEAD`` in a clone, else the commit pip recorded
+    when it installed the package from a repository (``direct_url.json``), else ``None``."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                              text=True, timeout=10, check=True)
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        direct_url = json.loads(metadata.distribution("sparse_tutorial").read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, json.JSONDecodeError):
         return None
+    return direct_url.get("vcs_info", {}).get("commit_id")
 
 
 def strict_json(value: Any) -> Any:
