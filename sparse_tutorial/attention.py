@@ -26,7 +26,7 @@ What is here, in reading order:
 
 Every projection handles masked (−∞) positions itself: they get exactly zero weight and an all-masked row
 gives all zeros, so nothing here needs a special case for padding. Masked keys and values are also set to
-zero before they are used (:func:`_zero_masked`): padding may hold anything, even NaN, and ``0 · NaN = NaN``
+zero before they are used (``_zero_masked``): padding may hold anything, even NaN, and ``0 · NaN = NaN``
 would otherwise leak into the context and the gradients. A NaN at a *kept* position still propagates.
 """
 from __future__ import annotations
