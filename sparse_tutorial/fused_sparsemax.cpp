@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // Helpers that take or return vectors are always inlined: a vector wider than the registers (the double
@@ -109,27 +110,40 @@ struct Support {
 template <typename T, Projection P, bool ROWS_IN_LANES>
 static INLINE Support<T> support_at(const Vec<T>* columns, int64_t count, Vec<T> tau) {
     using V = Vec<T>;
+    // ACC independent partial sums, so that a pass waits on the adder's throughput, not on the latency of
+    // one chain of count dependent additions (4x faster on rows of 32).
+    constexpr int ACC = 4;
     const V zero = V{}, one = zero + 1;
-    V size = zero, min = zero + INFINITY;
+    V size[ACC] = {}, min[ACC];
+    for (V& m : min) m = zero + INFINITY;
     Support<T> s;
-    for (int64_t start = 0; start < count; start += SUM_BLOCK) {
-        V sum = zero, sum_sq = zero;  // of at most SUM_BLOCK terms of one sign: exact enough in T
-        for (int64_t i = start; i < std::min(count, start + SUM_BLOCK); ++i) {
-            const V z = columns[i];
-            const auto above = z > tau;
-            const V kept = above ? z : zero;
-            size += above ? one : zero;
-            sum += kept;
-            if (P == Projection::entmax15) {
-                sum_sq += kept * kept;
-                min = (above & (z < min)) ? z : min;
-            }
+    auto visit = [&](V z, int a, V& sum, V& sum_sq) {
+        const auto above = z > tau;
+        const V kept = above ? z : zero;
+        size[a] += above ? one : zero;
+        sum += kept;
+        if (P == Projection::entmax15) {
+            sum_sq += kept * kept;
+            min[a] = (above & (z < min[a])) ? z : min[a];
         }
-        s.sum += widen<T>(sum);
-        if (P == Projection::entmax15) s.sum_sq += widen<T>(sum_sq);
+    };
+    for (int64_t start = 0; start < count; start += SUM_BLOCK) {
+        V sum[ACC] = {}, sum_sq[ACC] = {};  // each of at most SUM_BLOCK terms of one sign: exact enough in T
+        const int64_t end = std::min(count, start + SUM_BLOCK);
+        int64_t i = start;
+        for (; i + ACC <= end; i += ACC)
+            for (int a = 0; a < ACC; ++a) visit(columns[i + a], a, sum[a], sum_sq[a]);
+        for (; i < end; ++i) visit(columns[i], 0, sum[0], sum_sq[0]);
+        for (int a = 1; a < ACC; ++a) sum[0] += sum[a], sum_sq[0] += sum_sq[a];
+        s.sum += widen<T>(sum[0]);
+        if (P == Projection::entmax15) s.sum_sq += widen<T>(sum_sq[0]);
     }
-    s.size = widen<T>(size);  // counts are exact in T up to 2^24 per lane
-    s.min = min;
+    for (int a = 1; a < ACC; ++a) {
+        size[0] += size[a];
+        min[0] = min[a] < min[0] ? min[a] : min[0];
+    }
+    s.size = widen<T>(size[0]);  // counts are exact in T up to 2^24 per lane
+    s.min = min[0];
     if (!ROWS_IN_LANES) {
         s.size = all_lanes_sum(s.size);
         s.sum = all_lanes_sum(s.sum);
@@ -160,37 +174,42 @@ static Vec<T> project(Vec<T>* columns, Vec<T>* roots, int64_t count) {
     const V shift = row_max == -infinity ? zero : row_max;  // an all -inf row stays -inf: weights 0
     for (int64_t i = 0; i < count; ++i)  // the scores z (halved for entmax) every step reads, in place
         columns[i] = P == Projection::entmax15 ? (columns[i] - shift) * T(0.5) : columns[i] - shift;
-    const W wide_zero = W{}, wide_one = wide_zero + 1;
-    W tau = wide_zero - 1, previous_size = wide_zero - 1;
+    // The sums are in double; each step's candidate threshold is rounded to T before it is compared or
+    // used, because every use of tau (the support test, the weights) is in T. All decisions are thus
+    // made on vectors of register width: on double vectors twice as wide GCC spills the comparison masks
+    // to memory, which took most of a step's time.
+    V tau = zero - 1, previous_size = zero - 1;
     for (int step = 0; step < MAX_STEPS; ++step) {
-        const Support<T> s = support_at<T, P, ROWS_IN_LANES>(columns, count, narrow<T>(tau));
-        const auto empty = s.size == 0;  // an all -inf row: nothing to do
+        const Support<T> s = support_at<T, P, ROWS_IN_LANES>(columns, count, tau);
+        const V size = narrow<T>(s.size);  // exact: see support_at
+        const auto empty = size == 0;      // an all -inf row: nothing to do
+        const W divisor = widen<T>(empty ? one : size);
         std::remove_const_t<decltype(empty)> settled;
         if (P == Projection::sparsemax) {
-            const W threshold = empty ? tau : (s.sum - 1) / s.size;
-            settled = empty | (s.size == previous_size);  // same support twice: tau is its threshold
-            tau = settled ? threshold : (threshold > tau ? threshold : tau);
-            previous_size = s.size;
+            const V threshold = narrow<T>((s.sum - 1) / divisor);
+            settled = empty | (size == previous_size);  // same support twice: tau is its threshold
+            tau = empty ? tau : (settled | (threshold > tau) ? threshold : tau);
+            previous_size = size;
         } else {
-            const W discriminant = s.sum * s.sum - s.size * (s.sum_sq - 1);
+            const W discriminant = s.sum * s.sum - s.size * (s.sum_sq - 1), wide_tau = widen<T>(tau);
             W root_of_discriminant = discriminant;
             for (unsigned b = 0; b < sizeof(W) / sizeof(double); ++b)
                 root_of_discriminant[b] = std::sqrt(std::max(discriminant[b], 0.0));
-            const W root = (s.sum - root_of_discriminant) / (empty ? wide_one : s.size);
-            const auto exact = (discriminant >= 0) & (root < widen<T>(s.min));
-            const W linear = s.sum - s.size * tau, quadratic = s.sum_sq - 2 * tau * s.sum + s.size * tau * tau;
-            const W newton = tau + (quadratic - 1) / (2 * (empty ? wide_one : linear));
+            const V root = narrow<T>((s.sum - root_of_discriminant) / divisor);
+            const auto exact = (narrow<T>(discriminant) >= 0) & (root < s.min);
+            const W linear = s.sum - s.size * wide_tau;
+            const W quadratic = s.sum_sq - 2 * wide_tau * s.sum + s.size * wide_tau * wide_tau;
+            const V newton = narrow<T>(wide_tau + (quadratic - 1) / (2 * (linear + widen<T>(empty ? one : zero))));
             const auto stalled = ~(newton > tau);  // rounding ended the climb: tau is the threshold
             settled = empty | exact | stalled;
             tau = exact ? root : (settled ? tau : newton);
         }
         bool all_settled = true;
-        for (unsigned b = 0; b < sizeof(W) / sizeof(double); ++b) all_settled = all_settled && settled[b];
+        for (int b = 0; b < Column<T>::lanes; ++b) all_settled = all_settled && settled[b];
         if (all_settled) break;
     }
-    const V threshold = narrow<T>(tau);
     for (int64_t i = 0; i < count; ++i) {
-        const V above = columns[i] - threshold;
+        const V above = columns[i] - tau;
         const V root = above > 0 ? above : zero;
         columns[i] = P == Projection::entmax15 ? root * root : root;
         if (P == Projection::entmax15) roots[i] = root;
@@ -243,20 +262,65 @@ static void backward_row(const T* saved, const T* grad_output, T* grad, int64_t 
     });
 }
 
+// Transposes the LANES x LANES tile of scores tile[row][lane] in registers. Round h (h = 1, 2, 4, ...)
+// swaps the off-diagonal h x h blocks of every 2h x 2h block: rows i and i + h (i & h == 0) exchange
+// the lanes j with j & h set in row i for the lanes j - h of row i + h. Each exchange is two shuffles.
+template <typename V, int H, size_t... J>
+static INLINE void exchange(V& upper, V& lower, std::index_sequence<J...>) {
+    constexpr int L = sizeof...(J);
+    const V new_upper = __builtin_shufflevector(upper, lower, ((J & H) ? L + J - H : J)...);
+    const V new_lower = __builtin_shufflevector(upper, lower, ((J & H) ? L + J : J + H)...);
+    upper = new_upper;
+    lower = new_lower;
+}
+
+template <typename T, int H = 1>
+static INLINE void transpose(Vec<T>* tile) {
+    constexpr int LANES = Column<T>::lanes;
+    if constexpr (H < LANES) {
+        for (int i = 0; i < LANES; ++i)
+            if (!(i & H)) exchange<Vec<T>, H>(tile[i], tile[i + H], std::make_index_sequence<LANES>{});
+        transpose<T, 2 * H>(tile);
+    }
+}
+
 // Short rows: the first `block` rows of a (rows, n) matrix, row b into lane b of columns[i]; lanes past
-// the last row repeat it (they are computed and never written back).
+// the last row repeat it (they are computed and never written back). A full block is moved a square tile
+// of LANES x LANES scores at a time: LANES vector loads, a transpose in registers, LANES vector stores
+// (moving the scores one by one took half the forward pass's time at n = 32). A partial block, and the
+// last n % LANES scores of each row, are moved one by one.
 template <typename T>
 static void load_block(const T* matrix, int64_t block, int64_t n, Vec<T>* columns) {
-    for (int b = 0; b < Column<T>::lanes; ++b) {
+    constexpr int LANES = Column<T>::lanes;
+    int64_t tiled = 0;
+    if (block == LANES) {
+        for (; tiled + LANES <= n; tiled += LANES) {
+            Vec<T> tile[LANES];
+            for (int b = 0; b < LANES; ++b) std::memcpy(&tile[b], matrix + b * n + tiled, sizeof(Vec<T>));
+            transpose<T>(tile);
+            std::memcpy(columns + tiled, tile, sizeof(tile));
+        }
+    }
+    for (int b = 0; b < LANES; ++b) {
         const T* row = matrix + std::min<int64_t>(b, block - 1) * n;
-        for (int64_t i = 0; i < n; ++i) columns[i][b] = row[i];
+        for (int64_t i = tiled; i < n; ++i) columns[i][b] = row[i];
     }
 }
 
 template <typename T>
 static void store_block(const Vec<T>* columns, int64_t block, int64_t n, T* matrix) {
+    constexpr int LANES = Column<T>::lanes;
+    int64_t tiled = 0;
+    if (block == LANES) {
+        for (; tiled + LANES <= n; tiled += LANES) {
+            Vec<T> tile[LANES];
+            std::memcpy(tile, columns + tiled, sizeof(tile));
+            transpose<T>(tile);
+            for (int b = 0; b < LANES; ++b) std::memcpy(matrix + b * n + tiled, &tile[b], sizeof(Vec<T>));
+        }
+    }
     for (int64_t b = 0; b < block; ++b)
-        for (int64_t i = 0; i < n; ++i) matrix[b * n + i] = columns[i][b];
+        for (int64_t i = tiled; i < n; ++i) matrix[b * n + i] = columns[i][b];
 }
 
 // Long rows: one row into consecutive columns, the last one padded with -inf (no weight, no maximum).
