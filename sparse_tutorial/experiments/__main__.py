@@ -1,4 +1,8 @@
-"""``python -m sparse_tutorial.experiments NAME [--profile PROFILE] [--seeds N] [--out DIR]``.
+"""``python -m sparse_tutorial.experiments NAME [--profile PROFILE] [--seeds N] [--out DIR] [--workers N | --address ADDR]``.
+
+The experiment's runs are stored one by one under ``DIR/runs/NAME-PROFILE/`` as they finish; running the
+same command again skips the finished ones (``--fresh`` redoes them). ``--workers N`` runs N at a time on
+this machine and ``--address auto`` on a Ray cluster (both need ``pip install 'sparse_tutorial[ray]'``).
 
 Every argument and the output folder are checked before the experiment starts; a bad one, a corpus that is
 not fetched yet or a folder that cannot be written ends the command with one line saying what to do (exit
@@ -21,6 +25,7 @@ from sparse_tutorial.experiments.runner import (
     results_dir,
     run_experiment,
 )
+from sparse_tutorial.experiments.sweep import RayMissingError
 
 
 def _positive_int(text: str) -> int:
@@ -45,14 +50,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", default="quick", help=_profiles_help())
     parser.add_argument("--seeds", type=_positive_int, default=1, help="number of seeds (0, 1, ..., N-1)")
     parser.add_argument("--out", type=Path, default=None, help="directory of the JSON (default book/results)")
+    parser.add_argument("--workers", type=_positive_int, default=1,
+                        help="runs at a time on this machine, in local Ray workers (default 1: serial)")
+    parser.add_argument("--address", default=None,
+                        help="run on this Ray cluster instead: 'auto' (a node of it) or 'ray://HOST:10001'")
+    parser.add_argument("--threads-per-run", type=_positive_int, default=None,
+                        help="torch threads of each run (default: the cores / workers)")
+    parser.add_argument("--gpus-per-run", type=float, default=None,
+                        help="GPU share of each run, e.g. 0.25: four runs per GPU (default: GPUs / workers)")
+    parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
     args = parser.parse_args(argv)
     try:
         check_arguments(args.name, args.profile, args.seeds)
     except ValueError as error:
         parser.error(str(error))
     try:
-        payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out)
-    except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError) as error:
+        payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
+                                 workers=args.workers, address=args.address, fresh=args.fresh,
+                                 threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run)
+    except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError, RayMissingError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2  # argparse's exit status for a command that cannot run as asked
     where = args.out if args.out is not None else results_dir()

@@ -1,13 +1,19 @@
 """Run a named experiment and write ``book/results/NAME.json`` (the chapters read these files).
 
-An *experiment* is a module ``sparse_tutorial.experiments.NAME`` that defines::
+An *experiment* is a module ``sparse_tutorial.experiments.NAME`` that describes its independent training
+runs and how their results combine::
 
-    def run(profile: str, seeds: int) -> dict: ...
+    def grid(profile: str, seeds: int) -> list[Run]: ...          # every (system, seed, λ ...) to train
+    def execute(run: Run) -> dict: ...                             # one of them, from its config alone
+    def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict]) -> dict: ...
 
-returning every number it measured (JSON-serialisable; include a ``"corpus"`` entry with the data's
-provenance). Adding a module is all it takes to register one: :func:`available` lists them, and
-``python -m sparse_tutorial.experiments NAME --profile {quick,full} [--seeds N]`` runs one. A module may
-accept more profile names than ``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
+(:mod:`~sparse_tutorial.experiments.sweep` executes the grid: serially, on local Ray workers or on a
+cluster, storing each run as it finishes). ``assemble`` returns every number the chapter reads
+(JSON-serialisable; include a ``"corpus"`` entry with the data's provenance). A module without ``grid``
+may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one:
+:func:`available` lists them, and ``python -m sparse_tutorial.experiments NAME --profile PROFILE
+[--seeds N] [--workers N | --address auto]`` runs one. A module may accept more profile names than
+``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
 
 :func:`run_experiment` checks its arguments and the results folder first, wraps the module's results with
 what makes them reproducible -- profile, seeds, library versions, hardware, device, wall time, the command
@@ -18,7 +24,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import os
 import pkgutil
 import platform
@@ -34,10 +39,11 @@ from typing import Any
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
+from sparse_tutorial.experiments.sweep import run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
-_NOT_EXPERIMENTS = {"runner"}
+_NOT_EXPERIMENTS = {"runner", "sweep"}
 _LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "pandas")
 
 
@@ -100,18 +106,6 @@ def _git_commit() -> str | None:
     return direct_url.get("vcs_info", {}).get("commit_id")
 
 
-def strict_json(value: Any) -> Any:
-    """``value`` with every non-finite float (NaN, ±inf) replaced by ``None``, in nested dicts, lists and
-    tuples: strict JSON has no NaN, and readers other than Python's (``jq``, JavaScript) reject it."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: strict_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(item) for item in value]
-    return value
-
-
 def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
     """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path.
 
@@ -171,11 +165,30 @@ def _write_or_rescue(name: str, payload: dict[str, Any], directory: Path | None)
                                      f"they were saved to {rescued} instead") from error
 
 
+def sweep_experiment(name: str, profile: str, seeds: int, **sweep_options: Any) -> dict[str, Any]:
+    """The results of experiment ``name`` (its ``assemble``) after :func:`~sparse_tutorial.experiments.sweep.run_sweep`
+    executed its ``grid``; ``sweep_options`` go to ``run_sweep`` (``workers``, ``address``, ``run_dir`` ...).
+    Serial and with no run folder by default: what a chapter calls."""
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    runs = module.grid(profile, seeds)
+    results = run_sweep(runs, module.execute, description=f"{name} ({profile})", **sweep_options)
+    return module.assemble(profile, seeds, runs, results)
+
+
+def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
+    """Where the CLI stores the finished runs of ``name`` at ``profile``: ``runs/NAME-PROFILE`` beside the JSON."""
+    return (directory if directory is not None else results_dir()) / "runs" / f"{name}-{profile}"
+
+
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
-                   write: bool = True) -> dict[str, Any]:
+                   write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
+                   threads_per_run: int | None = None, gpus_per_run: float | None = None) -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
-    Every argument and, with ``write``, the results folder are checked before the experiment starts.
+    Every argument and, with ``write``, the results folder are checked before the experiment starts. With
+    ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun skips the runs found there
+    (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run`` and ``gpus_per_run`` are
+    :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s.
 
     Raises:
         ValueError: see :func:`check_arguments`.
@@ -188,11 +201,19 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
     tic = time.perf_counter()
-    results = module.run(profile=profile, seeds=seeds)
-    payload = {"experiment": name, "profile": profile, "seeds": seeds,
-               "command": f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}",
+    sweep = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
+    if hasattr(module, "grid"):
+        results = sweep_experiment(name, profile, seeds, workers=workers, address=address, fresh=fresh,
+                                   run_dir=runs_dir(name, profile, directory) if write else None,
+                                   threads_per_run=threads_per_run, gpus_per_run=gpus_per_run)
+    else:
+        results = module.run(profile=profile, seeds=seeds)
+    command = f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}"
+    command += f" --workers {workers}" if workers > 1 else ""
+    command += f" --threads-per-run {threads_per_run}" if threads_per_run else ""
+    payload = {"experiment": name, "profile": profile, "seeds": seeds, "command": command,
                "started_utc": started.isoformat(timespec="seconds"),
-               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit,
+               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit, "sweep": sweep,
                "environment": environment(), "argv": sys.argv[1:], **results}
     if write:
         _write_or_rescue(name, payload, directory)

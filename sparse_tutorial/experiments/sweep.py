@@ -1,0 +1,257 @@
+"""Running an experiment's independent trainings: one after another, on every core and GPU of one machine,
+or on a Ray cluster, with the same numbers for every run.
+
+Every experiment of the book is a grid of independent runs (system × seed × λ …). A :class:`Run` names one
+by its ``kind`` and its ``config``; the experiment's ``execute(run) -> dict`` computes it from nothing else
+(it seeds itself and loads its data from the cache), so a run gives the same numbers wherever it executes,
+given the same number of threads (ATen's reductions may split differently over more threads, which moves
+the last digits; the thread count is recorded with every run).
+
+:func:`run_sweep` executes a list of runs:
+
+* serially in this process (``workers=1``, the default; what the chapters do);
+* with ``workers=N``: a local `Ray <https://docs.ray.io>`_ instance runs N at a time, each in its own worker
+  process; on a GPU machine the runs share the GPUs (``gpus_per_run``, by default N runs per GPU), so that
+  several small models train on one GPU at once;
+* with ``address="auto"`` or ``"ray://HOST:10001"``: on an existing Ray cluster (``ray start`` on each node,
+  e.g. in a SLURM allocation; see the reproducibility appendix).
+
+Ray is an optional extra (``pip install 'sparse_tutorial[ray]'``); without it runs are serial.
+
+With a ``run_dir`` each finished run is stored at once as ``KEY.json`` (written atomically: the result,
+its config, seconds, threads and device) beside ``KEY.log`` (what it printed), and a later call skips the
+runs whose file exists, so an interrupted sweep resumes where it stopped (``fresh=True`` redoes them). The
+results come back in the order of ``runs`` as they read from those files (strict JSON: a NaN is ``None``),
+so a resumed sweep and a fresh one are assembled from identical values.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import re
+import resource
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from sparse_tutorial.atomic import atomic_write_text, writable_directory
+from sparse_tutorial.profiles import seed_everything
+
+RAY_HINT = ("runs one after another; to run them in parallel: pip install 'sparse_tutorial[ray]' and pass "
+            "--workers N (this machine) or --address auto (a Ray cluster)")
+"""The line printed when a sweep of several runs is serial because Ray is not installed."""
+
+
+class RayMissingError(RuntimeError):
+    """Parallel runs were asked for (``workers > 1`` or an ``address``) but Ray is not installed."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One independent training run of an experiment: ``kind`` (e.g. ``"system"``) and its ``config``.
+
+    ``config`` is a tuple of ``(name, value)`` pairs with JSON values, so that a run is hashable and can be
+    stored; build one with :meth:`of` and read it like a dict (``run["seed"]``).
+    """
+
+    kind: str
+    config: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, kind: str, **config: Any) -> "Run":
+        """``Run.of("system", name="+Entropy", seed=0)``; values must be JSON (numbers, strings, lists)."""
+        frozen = tuple((name, tuple(value) if isinstance(value, list) else value)
+                       for name, value in sorted(config.items()))
+        json.dumps(frozen)  # fails now, naming the value, rather than when the result is stored
+        return cls(kind, frozen)
+
+    def __getitem__(self, name: str) -> Any:
+        return dict(self.config)[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return dict(self.config).get(name, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"kind": ..., "config": {...}}``, as stored in the run's file."""
+        return {"kind": self.kind, "config": {name: list(v) if isinstance(v, tuple) else v
+                                              for name, v in self.config}}
+
+    @property
+    def key(self) -> str:
+        """A file name that says what the run is and cannot collide: ``system-name=NMT-seed=0-1a2b3c4d``."""
+        text = json.dumps(self.as_dict(), sort_keys=True)
+        readable = "-".join([self.kind] + [f"{name}={value}" for name, value in self.config])
+        readable = re.sub(r"[^A-Za-z0-9=.+_-]+", "_", readable)[:120]
+        return f"{readable}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf) replaced by ``None``, in nested dicts, lists and
+    tuples: strict JSON has no NaN, and readers other than Python's (``jq``, JavaScript) reject it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
+
+
+def as_stored(value: Any) -> Any:
+    """``value`` as it reads back from a strict JSON file (tuples become lists, NaN becomes ``None``)."""
+    return json.loads(json.dumps(strict_json(value), allow_nan=False))
+
+
+def execute_logged(execute: Callable[[Run], dict], run: Run, threads: int) -> dict[str, Any]:
+    """Run ``execute(run)`` on ``threads`` threads, capturing what it prints and logs.
+
+    This is what each worker calls (and the serial loop). Before the run every generator is seeded with 0,
+    so even randomness the run forgot to seed is the same wherever it runs.
+
+    Returns:
+        ``{"run", "result", "seconds", "threads", "device", "host", "worker_max_rss_mb", "log"}``.
+    """
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    seed_everything(0)
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    logging.getLogger().addHandler(handler)
+    tic = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            result = execute(run)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        torch.set_num_threads(previous_threads)
+    return {"run": run.as_dict(), "result": as_stored(result), "seconds": round(time.perf_counter() - tic, 2),
+            "threads": threads, "device": "cuda" if torch.cuda.is_available() else "cpu",
+            "host": socket.gethostname(),
+            "worker_max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "log": buffer.getvalue()}
+
+
+def ray_available() -> bool:
+    """Whether the optional Ray extra is installed."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _store(run_dir: Optional[Path], run: Run, record: dict[str, Any]) -> None:
+    """Write ``record`` as ``KEY.json`` and its log as ``KEY.log`` in ``run_dir`` (nothing without one)."""
+    if run_dir is None:
+        return
+    key = run.key
+    atomic_write_text(run_dir / f"{key}.log", record["log"])
+    stored = {name: value for name, value in record.items() if name != "log"}
+    atomic_write_text(run_dir / f"{key}.json", json.dumps(stored, indent=1, allow_nan=False) + "\n")
+
+
+def _stored_record(run_dir: Optional[Path], run: Run) -> Optional[dict[str, Any]]:
+    if run_dir is None or not (run_dir / f"{run.key}.json").exists():
+        return None
+    return json.loads((run_dir / f"{run.key}.json").read_text())
+
+
+def default_threads(workers: int) -> int:
+    """Threads per run when none are asked for: the cores this process may use, shared by ``workers``."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // workers)
+
+
+def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: int = 1,
+              address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
+              threads_per_run: Optional[int] = None, gpus_per_run: Optional[float] = None,
+              description: str = "runs", progress: bool = True) -> list[dict[str, Any]]:
+    """Execute ``runs`` (serially, on ``workers`` local Ray workers, or on the Ray cluster at ``address``)
+    and return each one's result, in the order of ``runs``.
+
+    Args:
+        runs: the grid; duplicates are executed once.
+        execute: ``execute(run) -> dict``, a module-level function (workers import it by name).
+        workers: runs at a time on this machine (``> 1`` starts a local Ray instance).
+        address: a Ray cluster to join (``"auto"``, ``"ray://HOST:10001"``); ``workers`` is then ignored.
+        run_dir: where each finished run is stored, and where finished runs are found on a rerun.
+        fresh: execute every run even if ``run_dir`` holds it.
+        threads_per_run: torch threads of each run (default: this machine's cores / ``workers``).
+        gpus_per_run: GPU share Ray reserves per run (default: with CUDA, ``GPUs / workers``; else 0).
+        description, progress: the label and whether to show the sweep's progress bar (runs done / total).
+
+    Raises:
+        ValueError: ``workers`` < 1 or ``threads_per_run`` < 1.
+        RayMissingError: ``workers > 1`` or ``address`` without Ray installed.
+        RuntimeError: a run failed in a Ray worker (named; the runs that finished are stored).
+    """
+    if workers < 1 or (threads_per_run is not None and threads_per_run < 1):
+        raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
+    parallel = workers > 1 or address is not None
+    if parallel and not ray_available():
+        raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
+    threads = threads_per_run or default_threads(1 if address else workers)
+    if run_dir is not None:
+        run_dir = writable_directory(run_dir, "the runs folder")
+    unique = list(dict.fromkeys(runs))
+    records = {run: None if fresh else _stored_record(run_dir, run) for run in unique}
+    pending = [run for run in unique if records[run] is None]
+    bar = tqdm(total=len(unique), initial=len(unique) - len(pending), desc=description, unit="run",
+               disable=not progress)
+    if len(pending) > 1 and not parallel and not ray_available():
+        bar.write(f"{description}: {len(pending)} {RAY_HINT}")
+
+    def finished(run: Run, record: dict[str, Any]) -> None:
+        _store(run_dir, run, record)
+        records[run] = record
+        bar.update(1)
+
+    try:
+        if parallel:
+            _run_on_ray(pending, execute, workers, address, threads, gpus_per_run, finished)
+        else:
+            for run in pending:
+                finished(run, execute_logged(execute, run, threads))
+    finally:
+        bar.close()
+    return [records[run]["result"] for run in runs]
+
+
+def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int, address: Optional[str],
+                threads: int, gpus_per_run: Optional[float], finished: Callable[[Run, dict], None]) -> None:
+    """Submit every pending run as a Ray task and hand each record to ``finished`` as it completes."""
+    import ray
+
+    if not ray.is_initialized():
+        if address is not None:
+            ray.init(address=address, log_to_driver=False)
+        else:  # workers import this package by name: make sure they find the copy this process runs
+            package_parent = str(Path(__file__).resolve().parents[1])
+            path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
+            ray.init(num_cpus=workers * threads, include_dashboard=False, log_to_driver=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": path}})
+    if gpus_per_run is None:
+        gpus = ray.cluster_resources().get("GPU", 0)
+        gpus_per_run = min(1.0, gpus / workers) if gpus else 0.0
+    task = ray.remote(execute_logged).options(num_cpus=threads, num_gpus=gpus_per_run, max_retries=0)
+    futures = {task.remote(execute, run, threads): run for run in pending}
+    while futures:
+        done, _ = ray.wait(list(futures), num_returns=1)
+        run = futures.pop(done[0])
+        try:
+            finished(run, ray.get(done[0]))
+        except ray.exceptions.RayTaskError as error:
+            for future in futures:
+                ray.cancel(future)
+            raise RuntimeError(f"run {run.key} failed in a Ray worker: {error}") from error
