@@ -29,15 +29,18 @@ baseline of the same seed, and the attention entropy per target token on the tes
 """
 from __future__ import annotations
 
+import functools
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from sparse_tutorial.data import CORPORA, TranslationPair, Vocabulary, load, tokenize
+from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.decoding import Decoded
 from sparse_tutorial.metrics import (
     aer,
@@ -48,6 +51,8 @@ from sparse_tutorial.metrics import (
     saer,
 )
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
+from sparse_tutorial.experiments.runner import mean_std, rounded
+from sparse_tutorial.experiments.sweep import Run, run_sweep
 from sparse_tutorial.profiles import default_device, seed_everything
 from sparse_tutorial.training import History, TrainConfig, train
 
@@ -382,91 +387,155 @@ def run_alignment(system: System, train_pairs: list[AlignedPair], test_pairs: li
 
 
 # ----------------------------------------------------------------------------------------- the experiment
-def _round(x: Any, digits: int = 4) -> Any:
-    if isinstance(x, float):
-        return float(f"{x:.{digits}g}")
-    if isinstance(x, dict):
-        return {k: _round(v, digits) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_round(v, digits) for v in x]
-    return x
+# The experiment is a grid of independent runs (sparse_tutorial.experiments.sweep): every system × seed,
+# the λ sweep, the alignment models, and one timing run; `assemble` builds nmt.json from their results.
+def _system_run(profile: str, system: System, seed: int) -> Run:
+    """The run training ``system`` with ``seed`` (named by its fields, so the λ sweep's +Entropy at the
+    paper's λ is the same run as Table I's)."""
+    return Run.of("system", profile=profile, seed=seed, **asdict(system))
 
 
-def _mean_std(values: Sequence[float]) -> dict[str, float]:
-    arr = np.asarray(values, dtype=float)
-    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0}
-
-
-def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
-        alignment: tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None = None,
-        n_examples: int = 8, device: torch.device | str | None = None) -> dict[str, Any]:
-    """All of chapter 9's measurements at ``profile`` size (the runner's contract); ``data`` and
-    ``alignment`` override the corpora (tests); ``device`` defaults to
-    :func:`~sparse_tutorial.profiles.default_device` (CUDA when present, else the CPU)."""
+def grid(profile: str, seeds: int) -> list[Run]:
+    """Every training of the experiment at ``profile`` with seeds ``0 … seeds − 1``: the systems (every
+    seed), the λ sweep and the alignment models (every seed, or the first only when
+    ``Sizes.headline_seeds`` is false), and the timing run. Loads (and so checks) both corpora first."""
+    _corpora(profile)
     sizes = SIZES[profile]
-    device = torch.device(device) if device is not None else default_device()
-    if device.type == "cpu":
-        torch.set_num_threads(sizes.threads)
-    data = data if data is not None else load_translation_data(sizes)
-    # Both corpora are loaded (and checked) before any training, so a missing one fails in seconds.
-    alignment = alignment if alignment is not None or not sizes.alignment_systems else load_alignment_data(sizes)
-    seed_list = list(range(seeds))
-    per_seed: dict[str, list[dict[str, float]]] = {name: [] for name in sizes.systems}
-    significance: dict[str, list[float | None]] = {name: [] for name in sizes.systems}
-    examples: list[dict[str, Any]] = []
-    for seed in seed_list:
-        runs = {name: run_system(SYSTEMS[name], data, sizes, seed, device, greedy_too=(name == "NMT"))
-                for name in sizes.systems}
-        base = runs["NMT"]
-        sig = paired_bootstrap([" ".join(o) for o in base.outputs],
-                               {n: [" ".join(o) for o in r.outputs] for n, r in runs.items() if n != "NMT"},
-                               [[" ".join(r) for r in p.references] for p in data.test], n_samples=1000,
-                               tokenize="none")
-        for name, r in runs.items():
-            per_seed[name].append(r.metrics)
-            significance[name].append(sig[name if name != "NMT" else "baseline"]["p_value"])
-        if seed == 0:
-            for k, pair in enumerate(data.test[:n_examples]):
-                examples.append({"source": " ".join(pair.source), "reference": " ".join(pair.references[0]),
-                                 **{n: " ".join(runs[n].outputs[k]) for n in runs}})
-            heatmap_systems = [n for n in ("NMT", "+Entropy") if n in runs]
-            heatmaps = {n: {"source": data.test[i].source, "output": runs[n].outputs[i],
-                            "attention": runs[n].attention[i].tolist()}
-                        for n in heatmap_systems for i in [_heatmap_index(data.test)]}
-            curves = {n: [e["loss"] for e in runs[n].history.epochs] for n in runs}
-            step_losses = [s["nll"] for s in base.history.steps]
+    sweep_seeds = range(seeds if sizes.headline_seeds else 1)
+    return ([_system_run(profile, SYSTEMS[name], seed) for seed in range(seeds) for name in sizes.systems]
+            + [_system_run(profile, System(penalty="entropy", lam=lam), seed)
+               for lam in sizes.lambdas for seed in sweep_seeds]
+            + [Run.of("alignment", profile=profile, system=name, seed=seed)
+               for name in sizes.alignment_systems for seed in sweep_seeds]
+            + [Run.of("speed", profile=profile)])
 
-    table = {name: {key: _mean_std([m[key] for m in per_seed[name]])
+
+Alignment = tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]]
+"""Greek→English training and test verses with gold links, and their provenance."""
+
+
+def _corpora(profile: str, data: TranslationData | None = None, alignment: Alignment | None = None
+             ) -> tuple[TranslationData, Alignment | None]:
+    """The corpora of ``profile``, ``data`` and ``alignment`` where given; the others are loaded (once per
+    process), so that a corpus that is not fetched fails before any training."""
+    data = data if data is not None else _translation_data(profile)
+    if alignment is None and SIZES[profile].alignment_systems:
+        alignment = _alignment_data(profile)
+    return data, alignment
+
+
+def _translation_data(profile: str) -> TranslationData:
+    return _loaded(load_translation_data, SIZES[profile], cache_dir())
+
+
+def _alignment_data(profile: str) -> Alignment | None:
+    return _loaded(load_alignment_data, SIZES[profile], cache_dir())
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(load: Callable[[Sizes], Any], sizes: Sizes, cache: Path) -> Any:
+    """``load(sizes)``, once per process for each ``sizes`` and data cache folder."""
+    return load(sizes)
+
+
+def execute(run: Run, data: TranslationData | None = None, alignment: Alignment | None = None,
+            device: torch.device | str | None = None) -> dict[str, Any]:
+    """One run of :func:`grid`; ``data``, ``alignment`` and ``device`` override the corpora and
+    :func:`~sparse_tutorial.profiles.default_device` (tests, the chapter).
+
+    Returns:
+        ``system``: ``metrics``, the test ``outputs`` (detokenized), the epoch losses ``curve``, the per-step
+        ``step_nll`` and the attention ``heatmap`` of one test sentence; ``alignment``: AER, SAER and entropy;
+        ``speed``: :func:`training_speed` of every system of the profile.
+    """
+    sizes = SIZES[run["profile"]]
+    device = torch.device(device) if device is not None else default_device()
+    if run.kind == "alignment":
+        train_pairs, test_pairs, _ = _corpora(run["profile"], data, alignment)[1]
+        return run_alignment(SYSTEMS[run["system"]], train_pairs, test_pairs, sizes, run["seed"], device)
+    data = data if data is not None else _translation_data(run["profile"])
+    if run.kind == "speed":
+        return training_speed(data, sizes, sizes.systems, device)
+    system = System(**{field.name: run[field.name] for field in fields(System)})
+    result = run_system(system, data, sizes, run["seed"], device, greedy_too=system == SYSTEMS["NMT"])
+    index = _heatmap_index(data.test)
+    return {"metrics": result.metrics, "outputs": [" ".join(o) for o in result.outputs],
+            "curve": [e["loss"] for e in result.history.epochs],
+            "step_nll": [s["nll"] for s in result.history.steps],
+            "heatmap": {"source": data.test[index].source, "output": result.outputs[index],
+                        "attention": result.attention[index].tolist()}}
+
+
+def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[dict[str, Any]],
+             data: TranslationData | None = None, alignment: Alignment | None = None,
+             n_examples: int = 8) -> dict[str, Any]:
+    """``nmt.json`` from the results of :func:`grid`'s runs: Table I per seed and averaged, paired bootstrap
+    p-values against the baseline of the same seed, the λ sweep, alignment scores, training speed, and the
+    seed-0 examples, heatmaps and loss curves."""
+    sizes = SIZES[profile]
+    data, alignment = _corpora(profile, data, alignment)
+    of = dict(zip(runs, results))
+
+    def system(name_or_system: str | System, seed: int) -> dict[str, Any]:
+        chosen = SYSTEMS[name_or_system] if isinstance(name_or_system, str) else name_or_system
+        return of[_system_run(profile, chosen, seed)]
+
+    seed_list = list(range(seeds))
+    per_seed = {name: [system(name, seed)["metrics"] for seed in seed_list] for name in sizes.systems}
+    references = [[" ".join(r) for r in p.references] for p in data.test]
+    significance: dict[str, list[float | None]] = {name: [] for name in sizes.systems}
+    for seed in seed_list:
+        sig = paired_bootstrap(system("NMT", seed)["outputs"],
+                               {n: system(n, seed)["outputs"] for n in sizes.systems if n != "NMT"},
+                               references, n_samples=1000, tokenize="none")
+        for name in sizes.systems:
+            significance[name].append(sig[name if name != "NMT" else "baseline"]["p_value"])
+    sweep_seeds = seed_list if sizes.headline_seeds else seed_list[:1]
+    table = {name: {key: mean_std([m[key] for m in per_seed[name]])
                     for key in ("bleu", "entropy_per_token", "zero_share", "tokens_per_second")}
              for name in sizes.systems}
-    speed = training_speed(data, sizes, sizes.systems, device)
-    sweep_seeds = seed_list if sizes.headline_seeds else seed_list[:1]
-    sweep = {str(lam): (per_seed["+Entropy"][:len(sweep_seeds)]
-                        if lam == SYSTEMS["+Entropy"].lam and "+Entropy" in per_seed else
-                        [run_system(System(penalty="entropy", lam=lam), data, sizes, s, device).metrics
-                         for s in sweep_seeds]) for lam in sizes.lambdas}
+    examples = [{"source": " ".join(pair.source), "reference": " ".join(pair.references[0]),
+                 **{n: system(n, 0)["outputs"][k] for n in sizes.systems}}
+                for k, pair in enumerate(data.test[:n_examples])]
     results: dict[str, Any] = {
         "corpus": data.corpus, "sizes": asdict(sizes), "systems": {n: asdict(SYSTEMS[n]) for n in sizes.systems},
         "vocab": {"source": len(data.src_vocab), "target": len(data.tgt_vocab)},
         "table": table, "per_seed": per_seed, "p_values_vs_baseline": significance,
-        "training_speed": speed,
-        "greedy_vs_beam": {"greedy": _mean_std([m["bleu_greedy"] for m in per_seed["NMT"]]),
+        "training_speed": of[Run.of("speed", profile=profile)],
+        "greedy_vs_beam": {"greedy": mean_std([m["bleu_greedy"] for m in per_seed["NMT"]]),
                            "beam": table["NMT"]["bleu"], "beam_size": sizes.beam_size},
-        "lambda_sweep": {lam: {k: _mean_std([m[k] for m in ms]) for k in ("bleu", "entropy_per_token")}
-                         for lam, ms in sweep.items()},
-        "examples": examples, "heatmaps": heatmaps, "loss_curves": curves, "baseline_step_nll": step_losses,
+        "lambda_sweep": {str(lam): {key: mean_std([system(System(penalty="entropy", lam=lam), s)["metrics"][key]
+                                                   for s in sweep_seeds])
+                                    for key in ("bleu", "entropy_per_token")} for lam in sizes.lambdas},
+        "examples": examples,
+        "heatmaps": {n: system(n, 0)["heatmap"] for n in ("NMT", "+Entropy") if n in sizes.systems},
+        "loss_curves": {n: system(n, 0)["curve"] for n in sizes.systems},
+        "baseline_step_nll": system("NMT", 0)["step_nll"],
     }
     if alignment is None:
         results["alignment"] = {"status": f"pending: the data package has no {ALIGNMENT_CORPUS!r} corpus yet"}
     else:
         train_pairs, test_pairs, align_corpus = alignment
-        scores = {n: [run_alignment(SYSTEMS[n], train_pairs, test_pairs, sizes, s, device) for s in sweep_seeds]
+        scores = {n: [of[Run.of("alignment", profile=profile, system=n, seed=s)] for s in sweep_seeds]
                   for n in sizes.alignment_systems}
         results["alignment"] = {"corpus": {**align_corpus, "train_pairs": len(train_pairs),
                                            "test_pairs": len(test_pairs)},
-                                "scores": {n: {k: _mean_std([s[k] for s in v]) for k in v[0]}
+                                "scores": {n: {k: mean_std([s[k] for s in v]) for k in v[0]}
                                            for n, v in scores.items()}}
-    return _round(results)
+    return rounded(results)
+
+
+def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
+        alignment: Alignment | None = None, n_examples: int = 8,
+        device: torch.device | str | None = None) -> dict[str, Any]:
+    """All of chapter 9's measurements at ``profile`` size, the runs one after another in this process;
+    ``data`` and ``alignment`` override the corpora (tests); ``device`` defaults to
+    :func:`~sparse_tutorial.profiles.default_device` (CUDA when present, else the CPU)."""
+    data, alignment = _corpora(profile, data, alignment)
+    runs = grid(profile, seeds)
+    results = run_sweep(runs, functools.partial(execute, data=data, alignment=alignment, device=device),
+                        threads_per_run=SIZES[profile].threads, description=f"nmt ({profile})")
+    return assemble(profile, seeds, runs, results, data, alignment, n_examples)
 
 
 def _heatmap_index(pairs: Sequence[Pair]) -> int:

@@ -34,12 +34,13 @@ import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.sweep import run_sweep, strict_json
+from sparse_tutorial.experiments.sweep import RAY_HINT, ray_available, run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
@@ -104,6 +105,23 @@ def _git_commit() -> str | None:
     except (metadata.PackageNotFoundError, json.JSONDecodeError):
         return None
     return direct_url.get("vcs_info", {}).get("commit_id")
+
+
+def rounded(value: Any, digits: int = 4) -> Any:
+    """``value`` with every float rounded to ``digits`` significant digits, in nested dicts, lists and tuples."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {key: rounded(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item, digits) for item in value]
+    return value
+
+
+def mean_std(values: Sequence[float]) -> dict[str, float]:
+    """``{"mean", "std"}`` of ``values`` over seeds (sample standard deviation; 0 for a single value)."""
+    array = np.asarray(values, dtype=float)
+    return {"mean": float(array.mean()), "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0}
 
 
 def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
@@ -203,6 +221,8 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     tic = time.perf_counter()
     sweep = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     if hasattr(module, "grid"):
+        if workers == 1 and address is None and not ray_available():
+            print(f"{name}: {RAY_HINT}", file=sys.stderr)
         results = sweep_experiment(name, profile, seeds, workers=workers, address=address, fresh=fresh,
                                    run_dir=runs_dir(name, profile, directory) if write else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run)

@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
 from sparse_tutorial.profiles import seed_everything
 
-RAY_HINT = ("runs one after another; to run them in parallel: pip install 'sparse_tutorial[ray]' and pass "
-            "--workers N (this machine) or --address auto (a Ray cluster)")
-"""The line printed when a sweep of several runs is serial because Ray is not installed."""
+RAY_HINT = ("the runs go one after another; to run them in parallel: pip install 'sparse_tutorial[ray]' and "
+            "pass --workers N (this machine) or --address auto (a Ray cluster)")
+"""The line the command line prints when it runs serially because Ray is not installed."""
 
 
 class RayMissingError(RuntimeError):
@@ -209,8 +209,6 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     pending = [run for run in unique if records[run] is None]
     bar = tqdm(total=len(unique), initial=len(unique) - len(pending), desc=description, unit="run",
                disable=not progress)
-    if len(pending) > 1 and not parallel and not ray_available():
-        bar.write(f"{description}: {len(pending)} {RAY_HINT}")
 
     def finished(run: Run, record: dict[str, Any]) -> None:
         _store(run_dir, run, record)

@@ -1,0 +1,116 @@
+"""Issue 20: an experiment's runs give the same numbers serially and in Ray workers, are stored as they
+finish, and a rerun resumes where an interrupted sweep stopped."""
+import functools
+import json
+
+import pytest
+import torch
+
+from sparse_tutorial.experiments import nmt, runner, sweep
+from sparse_tutorial.experiments.__main__ import main
+from sparse_tutorial.experiments.sweep import Run, RayMissingError, run_sweep
+
+
+def toy_translation() -> tuple[nmt.TranslationData, nmt.Alignment]:
+    """A reversal task of 64 training pairs, with its gold alignment: a quick-profile run takes a second."""
+    words = [f"w{i}" for i in range(12)]
+    generator = torch.Generator().manual_seed(0)
+
+    def pair() -> nmt.Pair:
+        length = int(torch.randint(3, 6, (1,), generator=generator))
+        source = [words[int(i)] for i in torch.randint(0, 12, (length,), generator=generator)]
+        return nmt.Pair(source, source[::-1], [source[::-1]])
+
+    train, dev, test = [pair() for _ in range(64)], [pair() for _ in range(8)], [pair() for _ in range(12)]
+    aligned = [nmt.AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))},
+                               set()) for p in train[:40]]
+    return nmt.build_data(train, dev, test, 1, {"name": "toy"}), (aligned[8:], aligned[:8], {"name": "toy"})
+
+
+TOY_RUNS = [nmt._system_run("quick", nmt.SYSTEMS[name], seed) for name in ("NMT", "+Sparsemax") for seed in (0, 1)]
+TOY_RUNS += [Run.of("alignment", profile="quick", system="+Entropy", seed=0)]
+
+
+def without_timings(result: dict) -> dict:
+    """A run's result without wall-clock measurements, which no two executions share."""
+    return {key: without_timings(value) if isinstance(value, dict) else value for key, value in result.items()
+            if key not in ("tokens_per_second", "train_seconds")}
+
+
+def test_runs_give_the_same_numbers_serially_and_in_two_ray_workers(tmp_path):
+    ray = pytest.importorskip("ray")
+    data, alignment = toy_translation()
+    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu")
+    serial = run_sweep(TOY_RUNS, execute, threads_per_run=1, progress=False)
+    try:
+        parallel = run_sweep(TOY_RUNS, execute, workers=2, threads_per_run=1, run_dir=tmp_path, progress=False)
+        assert ray.cluster_resources()["CPU"] == 2
+    finally:
+        ray.shutdown()
+    assert [without_timings(r) for r in parallel] == [without_timings(r) for r in serial]
+    assert serial[0]["metrics"]["bleu"] != serial[1]["metrics"]["bleu"] or serial[0]["outputs"] != serial[1]["outputs"]
+    stored = [json.loads((tmp_path / f"{run.key}.json").read_text()) for run in TOY_RUNS]
+    assert {record["threads"] for record in stored} == {1} and all(r["worker_max_rss_mb"] > 0 for r in stored)
+    assert [record["result"] for record in stored] == parallel
+
+
+def counting_execute(calls: list, fail_on: Run | None = None):
+    def execute(run: Run) -> dict:
+        calls.append(run)
+        if run == fail_on:
+            raise RuntimeError("preempted")
+        print(f"training {run.key}")
+        return {"seed": run["seed"], "score": run["seed"] / 3, "undefined": float("nan")}
+    return execute
+
+
+GRID = [Run.of("system", name=name, seed=seed) for name in ("a", "b") for seed in range(3)]
+
+
+def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
+    calls: list = []
+    with pytest.raises(RuntimeError, match="preempted"):
+        run_sweep(GRID, counting_execute(calls, fail_on=GRID[4]), run_dir=tmp_path, progress=False)
+    assert calls == GRID[:5] and len(list(tmp_path.glob("*.json"))) == 4
+    assert (tmp_path / f"{GRID[0].key}.log").read_text() == f"training {GRID[0].key}\n"
+    calls.clear()
+    results = run_sweep(GRID, counting_execute(calls), run_dir=tmp_path, progress=False)
+    assert calls == GRID[4:]  # the four stored runs were not redone
+    assert results == [{"seed": run["seed"], "score": run["seed"] / 3, "undefined": None} for run in GRID]
+    calls.clear()
+    assert run_sweep(GRID, counting_execute(calls), run_dir=tmp_path, fresh=True, progress=False) == results
+    assert calls == GRID
+
+
+def test_a_run_is_named_by_its_whole_config():
+    assert Run.of("system", seed=0, name="a") == Run.of("system", name="a", seed=0)
+    keys = {run.key for run in GRID} | {Run.of("system", name="a/b", seed=0).key, Run.of("system", name="a_b", seed=0).key}
+    assert len(keys) == len(GRID) + 2 and all("/" not in key for key in keys)
+    assert Run.of("lambda", lam=[1, 2])["lam"] == (1, 2)
+    with pytest.raises(TypeError):
+        Run.of("system", data=object())
+
+
+def test_bad_sweep_arguments_are_named():
+    with pytest.raises(ValueError, match="workers"):
+        run_sweep(GRID, counting_execute([]), workers=0)
+
+
+def test_without_ray_the_command_line_runs_serially_and_says_how_to_parallelise(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sweep, "ray_available", lambda: False)
+    monkeypatch.setattr(runner, "ray_available", lambda: False)
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: [Run.of("seed", seed=seed) for seed in range(seeds)]
+    module.execute = lambda run: {"seed": run["seed"]}
+    module.assemble = lambda profile, seeds, runs, results: {"corpus": {"name": "toy"}, "seeds_seen": results}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    assert main(["fake", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    assert "pip install 'sparse_tutorial[ray]'" in capsys.readouterr().err
+    assert json.loads((tmp_path / "fake.json").read_text())["seeds_seen"] == [{"seed": 0}, {"seed": 1}]
+    assert len(list((tmp_path / "runs" / "fake-quick").glob("*.json"))) == 2
+    assert main(["fake", "--workers", "2", "--out", str(tmp_path)]) == 2
+    assert "need Ray" in capsys.readouterr().err
+    with pytest.raises(RayMissingError):
+        run_sweep(GRID, counting_execute([]), workers=2)
