@@ -127,7 +127,7 @@ def mean_std(values: Sequence[float]) -> dict[str, float]:
 def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
     """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path.
 
-    The file is strict JSON: a NaN or infinite number is written as ``null`` (see :func:`strict_json`). It is
+    The file is strict JSON: a NaN or infinite number is written as ``null`` (see :func:`~sparse_tutorial.experiments.sweep.strict_json`). It is
     replaced all at once (:func:`~sparse_tutorial.atomic.atomic_write_text`), so a full disk or a second
     writer never leaves a broken file: the previous results stay until the new ones are complete.
     """

@@ -89,7 +89,7 @@ class Run:
 
     @property
     def key(self) -> str:
-        """A file name that says what the run is and cannot collide: ``system-name=NMT-seed=0-1a2b3c4d``."""
+        """The run's file name, which says what the run is and cannot collide, e.g. ``system-name=NMT-seed=0-1a2b3c4d``."""
         text = json.dumps(self.as_dict(), sort_keys=True)
         readable = "-".join([self.kind] + [f"{name}={value}" for name, value in self.config])
         readable = re.sub(r"[^A-Za-z0-9=.+_-]+", "_", readable)[:120]
