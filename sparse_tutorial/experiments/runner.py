@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.sweep import RAY_HINT, ray_available, run_sweep, strict_json
+from sparse_tutorial.experiments.sweep import RAY_HINT, default_threads, ray_available, run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
@@ -219,21 +219,21 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
     tic = time.perf_counter()
-    sweep = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     if hasattr(module, "grid"):
+        threads_per_run = threads_per_run or default_threads(1 if address else workers)
         if workers == 1 and address is None and not ray_available():
             print(f"{name}: {RAY_HINT}", file=sys.stderr)
         results = sweep_experiment(name, profile, seeds, workers=workers, address=address, fresh=fresh,
                                    run_dir=runs_dir(name, profile, directory) if write else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run)
+        options = f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
+        results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     else:
-        results = module.run(profile=profile, seeds=seeds)
-    command = f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}"
-    command += f" --workers {workers}" if workers > 1 else ""
-    command += f" --threads-per-run {threads_per_run}" if threads_per_run else ""
-    payload = {"experiment": name, "profile": profile, "seeds": seeds, "command": command,
+        results, options = module.run(profile=profile, seeds=seeds), ""
+    payload = {"experiment": name, "profile": profile, "seeds": seeds,
+               "command": f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}{options}",
                "started_utc": started.isoformat(timespec="seconds"),
-               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit, "sweep": sweep,
+               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit,
                "environment": environment(), "argv": sys.argv[1:], **results}
     if write:
         _write_or_rescue(name, payload, directory)
