@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
+import torch
 
 
 class _HalfThenAction:
@@ -63,3 +64,13 @@ def fill_disk_mid_write(interrupt_next_write) -> Callable[[], None]:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     return lambda: interrupt_next_write(disk_full)
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """PyTorch on one thread during the test: tiny LSTMs run several times slower on two threads of a busy
+    two-core machine (the threads wait for each other)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

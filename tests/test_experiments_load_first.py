@@ -3,7 +3,7 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import classification, nmt
+from sparse_tutorial.experiments import classification, explanation, nmt, summarization
 
 
 def no_training(*args, **kwargs):
@@ -29,3 +29,17 @@ def test_classification_loads_every_task_before_training(monkeypatch):
     monkeypatch.setattr(classification, "lambda_table", no_training)
     with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
         classification.run("full", seeds=1)
+
+
+@pytest.mark.parametrize("module, loader, trainer, corpus", [
+    (summarization, "load_data", "run_system", "apt_descriptions"),
+    (explanation, "training_task", "fit", "rotten_tomatoes"),
+])
+def test_a_sweep_loads_its_corpus_in_its_grid(monkeypatch, module, loader, trainer, corpus):
+    def missing(*args, **kwargs):
+        raise CorpusNotFetchedError(f"fetch it with: python -m sparse_tutorial.data fetch {corpus}")
+
+    monkeypatch.setattr(module, loader, missing)
+    monkeypatch.setattr(module, trainer, no_training)
+    with pytest.raises(CorpusNotFetchedError, match=f"fetch {corpus}"):
+        module.run("quick", seeds=1)

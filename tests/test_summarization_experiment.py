@@ -1,12 +1,14 @@
 """End-to-end checks of sparse_tutorial.experiments.summarization on a toy corpus (no download needed):
 extended-vocabulary batches, a tiny training run of two Table V systems, the metrics' ranges and the copy
-highlighting."""
+highlighting; the experiment's grid of runs and the results assembled from them."""
 import dataclasses
+import math
 
 import pytest
 import torch
 
 from sparse_tutorial.experiments import summarization as S
+from sparse_tutorial.experiments.sweep import run_sweep
 
 PAIRS = [
     ("zorblax is a tool for fast file sync . it copies files .", "fast file sync tool zorblax"),
@@ -66,3 +68,42 @@ def test_lead_baselines_score_the_first_sentences(data):
     scores = S.lead_baselines(data.test)
     assert set(scores) == {"Lead-1", "Lead-3"}
     assert all(0 < value <= 100 for value in scores["Lead-1"].values())
+
+
+def test_grid_trains_the_headline_systems_with_every_seed(monkeypatch):
+    monkeypatch.setattr(S, "load_data", lambda sizes: None)
+    sizes = S.SIZES["medium-cpu"]
+    runs = S.grid("medium-cpu", seeds=3)
+    assert [(run["name"], run["seed"]) for run in runs] == [
+        (name, seed) for name in sizes.systems for seed in range(3 if name in sizes.headline else 1)]
+    assert len(runs) == 3 * 4 + 3  # 4 headline systems, 3 others
+    assert {run.kind for run in runs} == {"system"} and all(run["profile"] == "medium-cpu" for run in runs)
+    assert len({run.key for run in runs}) == len(runs)
+
+
+def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_thread):
+    """The shape chapter 10 reads, with the building blocks' numbers; a NaN metric (``None`` as stored)
+    makes its mean NaN rather than failing."""
+    monkeypatch.setitem(S.SIZES, "quick", dataclasses.replace(SIZES, headline=("ABS",)))
+    monkeypatch.setattr(S, "load_data", lambda sizes: data)
+    runs = S.grid("quick", seeds=2)
+    stored = run_sweep(runs, S.execute, threads_per_run=1, progress=False)
+    results = S.assemble("quick", 2, runs, stored)
+    assert list(results) == ["corpus", "sizes", "hardware", "device", "systems", "lead", "examples"]
+    assert results["corpus"] == {"name": "toy"} and results["lead"].keys() == {"Lead-1", "Lead-3"}
+    systems = results["systems"]
+    assert list(systems) == ["ABS", "ABS+Pointer"]
+    assert [[run["seed"] for run in systems[name]["runs"]] for name in systems] == [[0, 1], [0]]
+    direct = [S.run_system("ABS", data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 10 trains them
+    assert [{key: value for key, value in run.items() if key != "train_and_eval_seconds"}
+            for run in systems["ABS"]["runs"]] == [
+        {"seed": seed, **S._rounded(result.metrics), "best_epoch": result.history.best_epoch}
+        for seed, result in enumerate(direct)]
+    assert list(systems["ABS"]["mean"]) == [*direct[0].metrics, "train_and_eval_seconds"]
+    assert set(systems["ABS+Pointer"]["std"].values()) == {0.0}  # one seed
+    assert [example["reference"] for example in results["examples"]] == [ex.summary for ex in data.test]
+    assert [example["summaries"]["ABS"] for example in results["examples"]] == [
+        S.highlight_copies(summary, example.source) for summary, example in zip(direct[0].summaries, data.test)]
+
+    stored[1]["metrics"]["rouge1"] = None  # ABS, seed 1
+    assert math.isnan(S.assemble("quick", 2, runs, stored)["systems"]["ABS"]["mean"]["rouge1"])

@@ -12,10 +12,13 @@ The tests of Jain & Wallace (2019) and Wiegreffe & Pinter (2019), on a trained a
   the base model's attention (Wiegreffe & Pinter §3-4; our adversary keeps the gold-label loss).
 
 ``python -m sparse_tutorial.experiments explanation --profile full --seeds 3`` writes
-``book/results/explanation.json`` (``--profile medium``: the whole training set with small models, for a CPU).
+``book/results/explanation.json`` (``--profile medium``: the quick profile's size with several seeds, for a shared CPU).
+Each seed is two runs of the sweep (:func:`grid`): the learned model with every test that needs it, and the
+model trained with uniform attention; ``--workers N`` trains N at once.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -31,6 +34,8 @@ from sparse_tutorial.experiments.classification import (
     uniform_attention,
 )
 from sparse_tutorial.experiments.interpretability import head
+from sparse_tutorial.experiments.runner import sweep_experiment
+from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
     adversarial_attention,
     class_probability,
@@ -151,21 +156,48 @@ def mean_divergence(model: AttentionClassifier, other: AttentionClassifier, spli
     return jensen_shannon(model(ids, mask).weights, other(ids, mask).weights).mean().item()
 
 
-def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
-              optimizer: str, adversary_weight: float = 1.0,
-              device: str | torch.device = "cpu") -> dict[str, Any]:
-    """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P), each
-    trained on ``device``."""
+BASELINES = ("learned", "uniform_at_test_time", "uniform_trained", "frozen_trained", "adversary_trained",
+             "adversary_js_from_base")
+"""The keys of :func:`baselines`, in its order."""
+
+
+def in_baseline_order(values: dict[str, float]) -> dict[str, float]:
+    """What :func:`uniform_trained` and :func:`learned_baselines` measured, keyed in the order of :data:`BASELINES`."""
+    return {key: values[key] for key in BASELINES}
+
+
+def uniform_trained(config: ClassifierConfig, task: Task, seed: int, epochs: int, lr: float, optimizer: str,
+                    device: str | torch.device = "cpu") -> float:
+    """Test accuracy of a model trained (on ``device``) with uniform attention (W&P §3)."""
+    return fit(config, task, attention_source=uniform_attention, epochs=epochs, lr=lr, seed=seed,
+               optimizer=optimizer, device=device).test_accuracy
+
+
+def learned_baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
+                      optimizer: str, adversary_weight: float = 1.0,
+                      device: str | torch.device = "cpu") -> dict[str, float]:
+    """The baselines that need the learned model ``base``: its accuracy, with uniform attention at test time,
+    and the accuracies of models trained (on ``device``) with its attention frozen in and of a trained
+    adversary (W&P §4), with the adversary's divergence from it."""
     common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer, device=device)
-    uniform = fit(config, task, attention_source=uniform_attention, **common)
     frozen = fit(config, task, attention_source=frozen_attention(base.model), **common)
     adversary = fit(config, task, extra_loss=divergence_bonus(base.model, adversary_weight), **common)
     return {"learned": base.test_accuracy,
             "uniform_at_test_time": accuracy(base.model, task.test, uniform_attention),
-            "uniform_trained": uniform.test_accuracy,
             "frozen_trained": frozen.test_accuracy,
             "adversary_trained": adversary.test_accuracy,
             "adversary_js_from_base": mean_divergence(adversary.model, base.model, task.test)}
+
+
+def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
+              optimizer: str, adversary_weight: float = 1.0,
+              device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P), each
+    trained on ``device``: :func:`uniform_trained` and :func:`learned_baselines`, keyed as :data:`BASELINES`."""
+    training = dict(seed=seed, epochs=epochs, lr=lr, optimizer=optimizer, device=device)
+    return in_baseline_order({"uniform_trained": uniform_trained(config, task, **training),
+                              **learned_baselines(config, task, base, adversary_weight=adversary_weight,
+                                                  **training)})
 
 
 PROFILES = ("quick", "medium", "full")
@@ -182,22 +214,69 @@ PROFILE_NOTES = {
 }
 
 
-def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed."""
-    settings = SETTINGS[profile]
-    device = training_device(profile)
+LR, OPTIMIZER = 1e-3, "adam"
+"""Meister et al.'s training of every model of this experiment."""
+
+
+@functools.lru_cache(maxsize=None)
+def training_task(train: int | None) -> Task:
+    """The rotten_tomatoes task, its training split cut to ``train`` sentences (``None``: all of it). Cached:
+    a sweep loads it once per process (do not modify what it returns)."""
     task = load_task("rotten_tomatoes")
-    if settings["train"] is not None:
-        task = task.subset(settings["train"])
+    return task if train is None else task.subset(train)
+
+
+def grid(profile: str, seeds: int) -> list[Run]:
+    """Per seed, the learned model with every test that needs it (``"base"``) and the model trained with
+    uniform attention (``"uniform"``). Loads the corpus first, so a missing one fails at once."""
+    training_task(SETTINGS[profile]["train"])
+    return [Run.of(kind, profile=profile, seed=seed) for seed in range(seeds) for kind in ("base", "uniform")]
+
+
+def execute(run: Run) -> dict[str, Any]:
+    """One run of :func:`grid` at ``run["profile"]`` with ``run["seed"]``.
+
+    Returns for ``"base"``: ``{"erasure", "permutation", "adversarial", "baselines"}`` (dicts of
+    :func:`erasure`, :func:`permutation`, :func:`adversarial` and :func:`learned_baselines`); for
+    ``"uniform"``: ``{"uniform_trained": accuracy}``.
+
+    Raises:
+        ValueError: if ``run.kind`` is neither.
+    """
+    settings, seed = SETTINGS[run["profile"]], run["seed"]
+    task = training_task(settings["train"])
     config = meister_config("bilstm", task.vocab_size, embed_dim=settings["dim"], hidden_dim=settings["dim"])
+    training = dict(seed=seed, epochs=settings["epochs"], lr=LR, optimizer=OPTIMIZER,
+                    device=training_device(run["profile"]))
+    if run.kind == "uniform":
+        return {"uniform_trained": uniform_trained(config, task, **training)}
+    if run.kind != "base":
+        raise ValueError(f"run.kind must be 'base' or 'uniform', got {run.kind!r}")
+    base = fit(config, task, **training)
     evaluation = head(task.test, settings["eval_examples"])
-    results: dict[str, Any] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
+    return {"erasure": erasure(base.model, evaluation, seed=seed),
+            "permutation": permutation(base.model, evaluation, seed=seed),
+            "adversarial": adversarial(base.model, evaluation),
+            "baselines": learned_baselines(config, task, base, **training)}
+
+
+def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The dict that ``book/results/explanation.json`` holds: ``profile_note``, ``corpus`` and, for each of
+    ``erasure``, ``permutation``, ``adversarial`` and ``baselines``, one row per seed (``{"seed", ...}``; a
+    median :func:`permutation` could not take is ``None``)."""
+    by_run = dict(zip(runs, results))
+    rows: dict[str, list[dict[str, Any]]] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
     for seed in range(seeds):
-        base = fit(config, task, epochs=settings["epochs"], lr=1e-3, seed=seed, optimizer="adam", device=device)
-        results["erasure"].append({"seed": seed, **erasure(base.model, evaluation, seed=seed)})
-        results["permutation"].append({"seed": seed, **permutation(base.model, evaluation, seed=seed)})
-        results["adversarial"].append({"seed": seed, **adversarial(base.model, evaluation)})
-        results["baselines"].append({"seed": seed, **baselines(config, task, base, seed=seed,
-                                                               epochs=settings["epochs"], lr=1e-3,
-                                                               optimizer="adam", device=device)})
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, **results}
+        base = by_run[Run.of("base", profile=profile, seed=seed)]
+        uniform = by_run[Run.of("uniform", profile=profile, seed=seed)]
+        for test in ("erasure", "permutation", "adversarial"):
+            rows[test].append({"seed": seed, **base[test]})
+        rows["baselines"].append({"seed": seed, **in_baseline_order({**base["baselines"], **uniform})})
+    return {"profile_note": PROFILE_NOTES[profile], "corpus": training_task(SETTINGS[profile]["train"]).provenance,
+            **rows}
+
+
+def run(profile: str, seeds: int) -> dict[str, Any]:
+    """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed, in this process (see
+    :func:`grid`); the dict of :func:`assemble`."""
+    return sweep_experiment("explanation", profile, seeds)

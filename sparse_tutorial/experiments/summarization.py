@@ -23,10 +23,15 @@ target token (the entropy regularizer).
 
 ``python -m sparse_tutorial.experiments summarization --profile full --seeds 3`` writes
 ``book/results/summarization.json``; without a GPU, ``--profile medium-cpu`` writes the same file at a
-CPU-sized scale, and the file's ``"profile"`` says which one it holds.
+CPU-sized scale, and the file's ``"profile"`` says which one it holds. Each trained system and seed is one
+run of the sweep (:func:`grid`), so ``--workers N`` trains N at once. On a CPU give each run one thread
+(``--threads-per-run 1``, or as many workers as cores): these small LSTMs step through short sequences and
+extra threads only contend for the cores (a small sweep took three times as long with two threads per run as
+with one, on a shared two-core machine).
 """
 from __future__ import annotations
 
+import functools
 import platform
 import time
 from dataclasses import asdict, dataclass
@@ -38,6 +43,8 @@ from torch import Tensor
 
 from sparse_tutorial.data import apt_descriptions
 from sparse_tutorial.data.text import UNK, Vocabulary, tokenize
+from sparse_tutorial.experiments.runner import sweep_experiment
+from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge
 from sparse_tutorial.models.pointer_generator import (
     PointerGenerator,
@@ -155,9 +162,12 @@ def build_data(train: Sequence[tuple[str, str]], dev: Sequence[tuple[str, str]],
     return SummarizationData(*splits, vocab=vocab, corpus=corpus)
 
 
+@functools.lru_cache(maxsize=None)
 def load_data(sizes: Sizes, seed: int = 0, verbose: bool = False) -> SummarizationData:
     """The apt package descriptions (:mod:`sparse_tutorial.data.apt_descriptions`; fetch them once with
-    ``python -m sparse_tutorial.data fetch apt_descriptions``) at the profile's size, via :func:`build_data`."""
+    ``python -m sparse_tutorial.data fetch apt_descriptions``) at the profile's size, via :func:`build_data`.
+
+    Cached: a sweep loads each profile's data once per process (do not modify what it returns)."""
     corpus = apt_descriptions.load(verbose=verbose)
     info = {"name": corpus.name, "provenance": corpus.provenance.line() if corpus.provenance else None,
             "parse_report": corpus.report.line(), "splits": corpus.sizes()}
@@ -415,33 +425,63 @@ def _mean_std(runs: list[dict[str, float]]) -> tuple[dict[str, float], dict[str,
             _rounded({key: v.std(ddof=1) if len(v) > 1 else 0.0 for key, v in values.items()}))
 
 
-def run(profile: str = "quick", seeds: int = 1, n_examples: int = 4) -> dict[str, Any]:
-    """Train and evaluate every system of the profile; the dict that ``book/results/summarization.json`` holds.
+EXAMPLES = 4
+"""Test documents whose summaries (by every system's seed-0 run) the results show."""
 
-    Headline systems (``Sizes.headline``) are trained with seeds ``0 … seeds − 1``, the others with seed 0.
-    ``examples`` holds the first ``n_examples`` test documents with every system's seed-0 summary, copied
-    words in bold.
-    """
+
+def grid(profile: str, seeds: int) -> list[Run]:
+    """One run per trained system and seed: the headline systems (``Sizes.headline``) with seeds
+    ``0 … seeds − 1``, the others with seed 0. Loads the corpus first, so a missing one fails at once."""
     sizes = SIZES[profile]
-    if default_device().type == "cpu":
-        torch.set_num_threads(1)  # small LSTMs step by step: more threads only contend for the cores
+    load_data(sizes)
+    return [Run.of("system", profile=profile, name=name, seed=seed)
+            for name in sizes.systems for seed in range(seeds if name in sizes.headline else 1)]
+
+
+def execute(run: Run) -> dict[str, Any]:
+    """Train and evaluate system ``run["name"]`` with ``run["seed"]`` at ``run["profile"]``.
+
+    Returns ``{"metrics": {seed, rounded metrics, best_epoch, train_and_eval_seconds}, "summaries":
+    [the first EXAMPLES test summaries, copied words in bold], "device", "hardware"}``.
+    """
+    sizes, device = SIZES[run["profile"]], default_device()
+    data = load_data(sizes)
+    tic = time.perf_counter()
+    result = run_system(run["name"], data, sizes, run["seed"], device)
+    return {"metrics": {"seed": run["seed"], **_rounded(result.metrics), "best_epoch": result.history.best_epoch,
+                        "train_and_eval_seconds": round(time.perf_counter() - tic, 1)},
+            "summaries": [highlight_copies(summary, example.source)
+                          for summary, example in zip(result.summaries[:EXAMPLES], data.test)],
+            "device": str(device), "hardware": platform.processor() or platform.machine()}
+
+
+def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The dict that ``book/results/summarization.json`` holds: per system its runs, their mean and standard
+    deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines, and
+    ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary."""
+    sizes = SIZES[profile]
     data = load_data(sizes)
     systems: dict[str, Any] = {}
-    examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}}
-                for ex in data.test[:n_examples]]
+    examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}} for ex in data.test[:EXAMPLES]]
     for name in sizes.systems:
-        runs = []
-        for seed in range(seeds if name in sizes.headline else 1):
-            tic = time.perf_counter()
-            result = run_system(name, data, sizes, seed)
-            runs.append({"seed": seed, **_rounded(result.metrics), "best_epoch": result.history.best_epoch,
-                         "train_and_eval_seconds": round(time.perf_counter() - tic, 1)})
-            if seed == 0:
-                for example, test, summary in zip(examples, data.test, result.summaries):
-                    example["summaries"][name] = highlight_copies(summary, test.source)
-        mean, std = _mean_std(runs)
-        systems[name] = {"system": asdict(SYSTEMS[name]), "runs": runs, "mean": mean, "std": std}
-    return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": platform.processor() or platform.machine(),
-            "device": str(default_device()), "systems": systems,
+        own = [result for run, result in zip(runs, results) if run["name"] == name]  # seeds 0, 1, ... (grid)
+        for example, summary in zip(examples, own[0]["summaries"]):
+            example["summaries"][name] = summary
+        mean, std = _mean_std([result["metrics"] for result in own])
+        systems[name] = {"system": asdict(SYSTEMS[name]), "runs": [result["metrics"] for result in own],
+                         "mean": mean, "std": std}
+    return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": _distinct(results, "hardware"),
+            "device": _distinct(results, "device"), "systems": systems,
             "lead": {name: _rounded(scores) for name, scores in lead_baselines(data.test).items()},
             "examples": examples}
+
+
+def _distinct(results: list[dict[str, Any]], key: str) -> str:
+    """The runs' values of ``key``, each once, in order of appearance (one value when they agree)."""
+    return ", ".join(dict.fromkeys(result[key] for result in results))
+
+
+def run(profile: str = "quick", seeds: int = 1) -> dict[str, Any]:
+    """Every system of the profile trained and evaluated in this process, one after another (see :func:`grid`);
+    the dict of :func:`assemble`."""
+    return sweep_experiment("summarization", profile, seeds)
