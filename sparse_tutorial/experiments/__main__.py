@@ -54,8 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="runs at a time on this machine, in local Ray workers (default 1: serial)")
     parser.add_argument("--address", default=None,
                         help="run on this Ray cluster instead: 'auto' (a node of it) or 'ray://HOST:10001'")
-    parser.add_argument("--threads-per-run", type=_positive_int, default=None,
-                        help="torch threads of each run (default: the cores / workers)")
+    parser.add_argument("--threads-per-run", type=_positive_int, default=1,
+                        help="torch threads of each run (default 1; run several at once with --workers)")
     parser.add_argument("--gpus-per-run", type=float, default=None,
                         help="GPU share of each run, e.g. 0.25: four runs per GPU (default: GPUs / workers)")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")

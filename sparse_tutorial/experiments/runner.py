@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.sweep import RAY_HINT, default_threads, ray_available, run_sweep, strict_json
+from sparse_tutorial.experiments.sweep import RAY_HINT, ray_available, run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
@@ -200,7 +200,7 @@ def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
 
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
                    write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
-                   threads_per_run: int | None = None, gpus_per_run: float | None = None) -> dict[str, Any]:
+                   threads_per_run: int = 1, gpus_per_run: float | None = None) -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
@@ -220,7 +220,6 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
     tic = time.perf_counter()
     if hasattr(module, "grid"):
-        threads_per_run = threads_per_run or default_threads(1 if address else workers)
         if workers == 1 and address is None and not ray_available():
             print(f"{name}: {RAY_HINT}", file=sys.stderr)
         results = sweep_experiment(name, profile, seeds, workers=workers, address=address, fresh=fresh,

@@ -24,10 +24,8 @@ target token (the entropy regularizer).
 ``python -m sparse_tutorial.experiments summarization --profile full --seeds 3`` writes
 ``book/results/summarization.json``; without a GPU, ``--profile medium-cpu`` writes the same file at a
 CPU-sized scale, and the file's ``"profile"`` says which one it holds. Each trained system and seed is one
-run of the sweep (:func:`grid`), so ``--workers N`` trains N at once. On a CPU give each run one thread
-(``--threads-per-run 1``, or as many workers as cores): these small LSTMs step through short sequences and
-extra threads only contend for the cores (a small sweep took three times as long with two threads per run as
-with one, on a shared two-core machine).
+run of the sweep (:func:`grid`), so ``--workers N`` trains N at once, each on one thread by default: these
+small LSTMs step through short sequences and extra threads only contend for the cores.
 """
 from __future__ import annotations
 

@@ -167,15 +167,9 @@ def _stored_record(run_dir: Optional[Path], run: Run) -> Optional[dict[str, Any]
     return json.loads((run_dir / f"{run.key}.json").read_text())
 
 
-def default_threads(workers: int) -> int:
-    """Threads per run when none are asked for: the cores this process may use, shared by ``workers``."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // workers)
-
-
 def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: int = 1,
               address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
-              threads_per_run: Optional[int] = None, gpus_per_run: Optional[float] = None,
+              threads_per_run: int = 1, gpus_per_run: Optional[float] = None,
               description: str = "runs", progress: bool = True) -> list[dict[str, Any]]:
     """Execute ``runs`` (serially, on ``workers`` local Ray workers, or on the Ray cluster at ``address``)
     and return each one's result, in the order of ``runs``.
@@ -187,7 +181,9 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         address: a Ray cluster to join (``"auto"``, ``"ray://HOST:10001"``); ``workers`` is then ignored.
         run_dir: where each finished run is stored, and where finished runs are found on a rerun.
         fresh: execute every run even if ``run_dir`` holds it.
-        threads_per_run: torch threads of each run (default: this machine's cores / ``workers``).
+        threads_per_run: torch threads of each run (default 1: the book's models are small, and one thread
+            per run is both the fastest way to use the cores, with ``workers`` = cores, and what makes
+            a serial sweep and a parallel one give the same numbers).
         gpus_per_run: GPU share Ray reserves per run (default: with CUDA, ``GPUs / workers``; else 0).
         description, progress: the label and whether to show the sweep's progress bar (runs done / total).
 
@@ -196,12 +192,12 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         RayMissingError: ``workers > 1`` or ``address`` without Ray installed.
         RuntimeError: a run failed in a Ray worker (named; the runs that finished are stored).
     """
-    if workers < 1 or (threads_per_run is not None and threads_per_run < 1):
+    if workers < 1 or threads_per_run < 1:
         raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
     parallel = workers > 1 or address is not None
     if parallel and not ray_available():
         raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
-    threads = threads_per_run or default_threads(1 if address else workers)
+    threads = threads_per_run
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
     unique = list(dict.fromkeys(runs))
