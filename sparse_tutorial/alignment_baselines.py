@@ -48,7 +48,7 @@ def diagonal_alignment(source_len: int, target_len: int) -> Alignment:
     return {((2 * i * (source_len - 1) + steps) // (2 * steps), i) for i in range(target_len)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: sparse matrices have no truth value
 class IBMModel1:
     """Lexical translation probabilities of IBM Model 1, trained with :meth:`train`.
 
@@ -85,20 +85,20 @@ class IBMModel1:
         flat_source, flat_target, flat_token = [], [], []  # one entry per (target word, source word or NULL)
         tokens = 0
         for source, target in pairs:
-            s = np.array([0] + [source_ids.setdefault(w, len(source_ids) + 1) for w in source])
-            t = np.array([target_ids.setdefault(w, len(target_ids)) for w in target], dtype=np.int64)
-            flat_source.append(np.tile(s, len(t)))
-            flat_target.append(np.repeat(t, len(s)))
-            flat_token.append(np.repeat(np.arange(tokens, tokens + len(t)), len(s)))
-            tokens += len(t)
+            rows = np.array([0] + [source_ids.setdefault(w, len(source_ids) + 1) for w in source])
+            columns = np.array([target_ids.setdefault(w, len(target_ids)) for w in target], dtype=np.int64)
+            flat_source.append(np.tile(rows, len(columns)))
+            flat_target.append(np.repeat(columns, len(rows)))
+            flat_token.append(np.repeat(np.arange(tokens, tokens + len(columns)), len(rows)))
+            tokens += len(columns)
         n_source, n_target = len(source_ids) + 2, len(target_ids) + 1
         word_pairs, pair_of = np.unique(np.concatenate(flat_source) * n_target + np.concatenate(flat_target),
                                         return_inverse=True)
         token_of, source_of_pair = np.concatenate(flat_token), word_pairs // n_target
         probability = np.ones(len(word_pairs))  # uniform: every constant gives the same first E-step
         for _ in range(iterations):
-            p = probability[pair_of]
-            share = p / np.bincount(token_of, weights=p)[token_of]
+            current = probability[pair_of]
+            share = current / np.bincount(token_of, weights=current)[token_of]
             counts = np.bincount(pair_of, weights=share, minlength=len(word_pairs))
             probability = counts / np.bincount(source_of_pair, weights=counts)[source_of_pair]
         translation = sparse.csr_matrix((probability, (source_of_pair, word_pairs % n_target)),

@@ -2,6 +2,7 @@
 NLTK, and both against gold links (a toy corpus with a known translation, the Greek-English verses)."""
 import random
 
+import numpy as np
 import pytest
 from nltk.translate import AlignedSent
 from nltk.translate import IBMModel1 as NltkIBMModel1
@@ -35,6 +36,8 @@ def test_one_em_iteration_by_hand():
     assert model.probability("x", "b") == pytest.approx(1 / 2)
     assert model.probability("x", None) == pytest.approx(5 / 7)
     assert model.probability("z", "a") == 0.0 and model.probability("x", "c") == 0.0  # unseen words
+    row_sums = np.asarray(model.translation.sum(axis=1)).ravel()  # NULL, a, b, unseen
+    assert row_sums.tolist() == pytest.approx([1.0, 1.0, 1.0, 0.0])
 
 
 def test_a_repeated_target_word_counts_once_per_occurrence():
