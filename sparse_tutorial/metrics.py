@@ -1,13 +1,17 @@
 """Evaluation measures of the sequence-to-sequence chapters (8-10).
 
-* :func:`corpus_bleu` -- case-insensitive corpus BLEU through ``sacrebleu``, with one reference per
-  sentence or several (a variable number is fine);
+* :func:`corpus_bleu` and :func:`corpus_chrf` -- case-insensitive corpus BLEU and chrF through
+  ``sacrebleu``, with one reference per sentence or several (a variable number is fine);
 * :func:`paired_bootstrap` -- significance of each system against a baseline by paired bootstrap
   resampling (Koehn 2004), using ``sacrebleu``'s own implementation;
 * :func:`attention_entropy_per_token` -- the mean entropy of the attention distributions, one per target
   token (the last column of Zhang et al.'s Table I);
+* :func:`sink_share` -- where attention goes when it goes nowhere useful: the share of target tokens whose
+  attention argmax falls on one fixed source position (the first token, or the last, e.g. ``</s>``);
 * :func:`hard_alignment`, :func:`aer` and :func:`saer` -- word-alignment quality of attention against gold
-  sure/possible links (Zhang et al. §VII-A-2, Table III);
+  sure/possible links (Zhang et al. §VII-A-2, Table III), and :func:`argmax_agreement`, the share of
+  linked target tokens whose attention argmax is a gold source word (baselines without attention:
+  :mod:`sparse_tutorial.alignment_baselines`);
 * :func:`rouge`, :func:`lead_k`, :func:`split_sentences` and :func:`repeated_ngram_fraction` -- ROUGE F1
   through ``rouge-score``, the Lead-k extractive baseline and the repetition measure of the summarization
   chapter (10; Zhang et al. §VII-B, Table V).
@@ -23,7 +27,7 @@ from typing import Sequence, Union
 
 import torch
 from rouge_score import rouge_scorer
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 from torch import Tensor
 
@@ -63,6 +67,25 @@ def corpus_bleu(hypotheses: Sequence[str], references: References, lowercase: bo
     """
     streams = _reference_streams(references, len(hypotheses))
     return _bleu(lowercase, tokenize).corpus_score(list(hypotheses), streams).score
+
+
+def corpus_chrf(hypotheses: Sequence[str], references: References, lowercase: bool = True,
+                word_order: int = 0) -> float:
+    """Corpus chrF (0-100; Popović 2015): the character n-gram F-score (n <= 6, recall weighted by β = 2).
+
+    It credits a half-right word form ("reads" for "reading") that BLEU scores as a miss, so it moves
+    before BLEU does on a weak model. With several references, each sentence is scored against the one
+    that gives it the best F-score (sacrebleu's rule).
+
+    Args:
+        hypotheses: one output string per sentence.
+        references: one reference string per sentence, or a list of references per sentence (as
+            :func:`corpus_bleu`).
+        lowercase: case-insensitive, like :func:`corpus_bleu` (sacrebleu's own default is case-sensitive).
+        word_order: word n-grams added to the character n-grams: 0 is chrF, 2 is chrF++ (Popović 2017).
+    """
+    streams = _reference_streams(references, len(hypotheses))
+    return CHRF(word_order=word_order, lowercase=lowercase).corpus_score(list(hypotheses), streams).score
 
 
 def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]], references: References,
@@ -118,6 +141,40 @@ def attention_entropy_per_token(weights: Tensor | Sequence[Tensor], target_mask:
     return rows.mean().item()
 
 
+def _require_matrix(attention: Tensor) -> None:
+    if attention.dim() != 2:
+        raise ValueError(f"attention must be (tgt_len, src_len), got shape {tuple(attention.shape)}")
+
+
+def sink_share(attention: Sequence[Tensor], position: int = 0) -> float:
+    """Share of all target tokens whose attention argmax is the source token at ``position``.
+
+    A model that ignores its source parks attention on one fixed token: the first (``position=0``) or the
+    last (``position=-1``, e.g. ``</s>``). Sharp attention on such a *sink* has a low entropy per token, so
+    this measure tells a collapse apart from sharpening onto the aligned word.
+
+    Args:
+        attention: one ``(tgt_len_i, src_len_i)`` matrix per sentence, without padding (``position=-1``
+            means the last column of each matrix); every row counts as one target token.
+        position: a source index, negative ones counted from the end as in Python.
+
+    Returns:
+        ``(rows whose argmax is position) / (all rows)``. Ties go to the first maximal source position
+        (``torch.argmax``), so a uniform row counts as attending to position 0.
+    """
+    on_sink = total = 0
+    for matrix in attention:
+        _require_matrix(matrix)
+        src_len = matrix.shape[1]
+        if not -src_len <= position < src_len:
+            raise ValueError(f"position {position} lies outside a source of length {src_len}")
+        on_sink += int((matrix.argmax(dim=-1) == position % src_len).sum())
+        total += matrix.shape[0]
+    if total == 0:
+        raise ValueError("attention holds no target token")
+    return on_sink / total
+
+
 def hard_alignment(attention: Tensor) -> Alignment:
     """Hard links from soft attention: each target token ``i`` is linked to its most attended source word.
 
@@ -128,8 +185,7 @@ def hard_alignment(attention: Tensor) -> Alignment:
         ``{(argmax_j attention[i, j], i) for every i}`` -- exactly one link per target token, the usual way
         of reading alignments off attention (Tu et al. 2016); ties go to the first source position.
     """
-    if attention.dim() != 2:
-        raise ValueError(f"attention must be (tgt_len, src_len), got shape {tuple(attention.shape)}")
+    _require_matrix(attention)
     return {(j, i) for i, j in enumerate(attention.argmax(dim=-1).tolist())}
 
 
@@ -182,6 +238,30 @@ def saer(attention: Sequence[Tensor], sure: Sequence[Alignment], possible: Seque
     if den == 0:
         raise ValueError("attention and sure hold no mass")
     return 1.0 - num / den
+
+
+def argmax_agreement(attention: Sequence[Tensor], sure: Sequence[Alignment]) -> float:
+    """Share of the linked target tokens whose attention argmax is one of their gold source words.
+
+    Only target tokens with at least one sure link count; tokens without a link (function words the
+    annotators left unaligned) are left out of both the numerator and the denominator. Unlike
+    :func:`aer` it ignores how many links a token has: one hit among them is enough.
+
+    Args:
+        attention: one ``(tgt_len, src_len)`` matrix per sentence pair.
+        sure: the gold sure links of each pair; ties of the argmax go to the first source position.
+    """
+    if len(attention) != len(sure):
+        raise ValueError(f"attention and sure must have the same length, got {len(attention)} and {len(sure)}")
+    agree = linked = 0
+    for matrix, links in zip(attention, sure):
+        _require_matrix(matrix)
+        gold = _link_matrix(links, tuple(matrix.shape))  # (tgt_len, src_len), 1 at sure links
+        linked += int(gold.any(dim=-1).sum())
+        agree += int(gold.gather(-1, matrix.argmax(dim=-1, keepdim=True).cpu()).sum())
+    if linked == 0:
+        raise ValueError("sure holds no link: no target token to score")
+    return agree / linked
 
 
 # ---------------------------------------------------------------------------------------- summarization
@@ -262,5 +342,6 @@ def repeated_ngram_fraction(sequences: Sequence[Sequence[str]], n: int = 3) -> f
     return repeated / total if total else 0.0
 
 
-__all__ = ["corpus_bleu", "paired_bootstrap", "attention_entropy_per_token", "hard_alignment", "aer", "saer",
-           "ROUGE_TYPES", "split_sentences", "lead_k", "rouge", "repeated_ngram_fraction"]
+__all__ = ["corpus_bleu", "corpus_chrf", "paired_bootstrap", "attention_entropy_per_token", "sink_share",
+           "hard_alignment", "aer", "saer", "argmax_agreement", "ROUGE_TYPES", "split_sentences", "lead_k", "rouge",
+           "repeated_ngram_fraction"]

@@ -11,7 +11,7 @@ from sparse_tutorial.data import (
     apt_descriptions, bible, bible_alignments, ding, newsgroups, registry, rotten_tomatoes, yeast)
 from sparse_tutorial.data.__main__ import main
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
-from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, split_by_hash
+from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, shuffled_sources, split_by_hash
 from sparse_tutorial.data.fetch import FetchError, store
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -89,6 +89,23 @@ def test_split_by_hash_sizes_disjoint_and_deterministic():
     assert len(set(test_of_fewer) ^ set(test)) <= 4
     with pytest.raises(ValueError, match="dev_fraction"):
         split_by_hash(items, key=str, dev_fraction=0.6, test_fraction=0.5)
+
+
+def test_shuffled_sources_is_a_seeded_derangement():
+    for n in (2, 3, 10, 101):
+        sources = [f"verse {i}" for i in range(n)]
+        for seed in range(5):
+            shuffled = shuffled_sources(sources, seed)
+            assert sorted(shuffled) == sorted(sources)  # a permutation
+            assert all(a != b for a, b in zip(shuffled, sources))  # nobody keeps its own
+            assert shuffled_sources(sources, seed) == shuffled  # deterministic
+    assert shuffled_sources(["a", "b"], 0) == ["b", "a"]
+    many = [str(i) for i in range(50)]
+    assert shuffled_sources(many, 0) != shuffled_sources(many, 1)
+    assert shuffled_sources(tuple(many), 0) == shuffled_sources(many, 0)  # any sequence, a list back
+    for too_few in ([], ["only"]):
+        with pytest.raises(ValueError, match=f"at least 2 items.*got {len(too_few)}"):
+            shuffled_sources(too_few, 0)
 
 
 def test_missing_corpus_error_names_the_fetch_command(empty_cache):

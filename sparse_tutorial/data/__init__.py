@@ -10,7 +10,7 @@ from sparse_tutorial.data.batching import Batch, bucket_batches, iterate_batches
 from sparse_tutorial.data.bible import BibleVerse
 from sparse_tutorial.data.bible_alignments import AlignedVerse
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
-from sparse_tutorial.data.corpus import Corpus, EmptyCorpusError, ParseReport, split_by_hash
+from sparse_tutorial.data.corpus import Corpus, EmptyCorpusError, ParseReport, shuffled_sources, split_by_hash
 from sparse_tutorial.data.ding import TranslationPair
 from sparse_tutorial.data.fetch import FetchError
 from sparse_tutorial.data.registry import CORPORA, fetch, load
@@ -22,5 +22,6 @@ __all__ = [
     "CORPORA", "AlignedVerse", "Batch", "BibleVerse", "Corpus", "CorpusNotFetchedError", "EmptyCorpusError",
     "FetchError", "LabelledText", "MultiLabelExample", "ParseReport", "Provenance", "SPECIALS", "SummaryPair",
     "TranslationPair", "Vocabulary", "bucket_batches", "cache_dir", "fetch", "is_fetched", "iterate_batches",
-    "label_token_counts", "load", "pad_sequences", "split_by_hash", "stack", "tokenize", "verify",
+    "label_token_counts", "load", "pad_sequences", "shuffled_sources", "split_by_hash", "stack", "tokenize",
+    "verify",
 ]

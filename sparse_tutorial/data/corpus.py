@@ -6,12 +6,17 @@ go to test, the next ``round(dev_fraction * n)`` to dev, the rest to train (each
 corpus's own order). Because the position depends only on the example's own key, a corpus that gains or
 loses a few examples (apt descriptions change over time) keeps most of its split assignments.
 
+For the source-shuffle control of the translation chapters, :func:`shuffled_sources` gives every example
+the source of another one (a seeded derangement): a model that scores as well on those as on the real
+sources does not use its source.
+
 Parsing counts everything it does not keep: :class:`ParseReport` holds the number of records read, the
 malformed ones (with their first line numbers) and those dropped by a documented filter, per reason.
 """
 from __future__ import annotations
 
 import hashlib
+import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -95,3 +100,26 @@ def split_by_hash(examples: Sequence[T], key: Callable[[T], str], dev_fraction: 
     dev = [e for i, e in enumerate(examples) if i in dev_ids]
     test = [e for i, e in enumerate(examples) if i in test_ids]
     return train, dev, test
+
+
+def shuffled_sources(sources: Sequence[T], seed: int = 0) -> list[T]:
+    """``sources`` reordered so that no position keeps its own item (a derangement), the same for a seed.
+
+    The positions are shuffled with ``random.Random(seed)`` and each one then takes the item of the next
+    position in that shuffled order (the last takes the first's): one cycle through all positions, so for
+    ``n >= 2`` none is left in place. Positions are what is deranged: two equal items (a verse that occurs
+    twice) may still meet. Pair the result with the unchanged targets:
+    ``zip(shuffled_sources(sources, seed), targets)``.
+
+    Args:
+        sources: the items to reorder, ``n >= 2`` of them.
+        seed: seeds the shuffle.
+    """
+    if len(sources) < 2:
+        raise ValueError(f"sources must hold at least 2 items to give each another's, got {len(sources)}")
+    order = list(range(len(sources)))
+    random.Random(seed).shuffle(order)
+    shuffled = list(sources)
+    for position, donor in zip(order, order[1:] + order[:1]):
+        shuffled[position] = sources[donor]
+    return shuffled
