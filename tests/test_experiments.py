@@ -88,6 +88,13 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch):
     assert 0 <= out["alignment"]["scores"]["NMT"]["aer"]["mean"] <= 1
     assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
     assert json.loads(json.dumps(out)) == out
+    checks = out["checks"]  # issue 16's results contract
+    assert checks["seeds"] == 2 and checks["aer_seeds"] == 2 and set(checks["aer"]) == {"NMT", "+Entropy"}
+    assert checks["baseline_bleu_mean"] == out["table"]["NMT"]["bleu"]["mean"] and 0 <= checks["baseline_chrf_mean"] <= 100
+    assert checks["shuffled_source_bleu_mean"] >= 0 and set(checks["sink_share"]) == set(out["table"])
+    assert all(0 <= share <= 1 for share in checks["sink_share"].values())
+    # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
+    assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
 
 
 @pytest.mark.parametrize("corpus", ["bible", "ding"])

@@ -39,16 +39,20 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from sparse_tutorial.data import CORPORA, TranslationPair, Vocabulary, load, tokenize
+from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
+from sparse_tutorial.data import CORPORA, TranslationPair, Vocabulary, load, shuffled_sources, tokenize
 from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.decoding import Decoded
 from sparse_tutorial.metrics import (
     aer,
+    argmax_agreement,
     attention_entropy_per_token,
     corpus_bleu,
+    corpus_chrf,
     hard_alignment,
     paired_bootstrap,
     saer,
+    sink_share,
 )
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
 from sparse_tutorial.experiments.runner import mean_std, rounded
@@ -284,6 +288,31 @@ def bleu_of(outputs: Sequence[Sequence[str]], pairs: Sequence[Pair]) -> float:
                        tokenize="none")
 
 
+def chrf_of(outputs: Sequence[Sequence[str]], pairs: Sequence[Pair]) -> float:
+    """Case-insensitive corpus chrF of token lists against every reference of each pair."""
+    return corpus_chrf([" ".join(o) for o in outputs], [[" ".join(r) for r in p.references] for p in pairs])
+
+
+def shuffled_source_bleu(model: Seq2Seq, data: TranslationData, pairs: Sequence[Pair], beam_size: int,
+                         seed: int = 0) -> float:
+    """The source-shuffle control: BLEU against the references of ``pairs`` of the translations of *other*
+    verses' sources (each pair's source replaced by another's, :func:`~sparse_tutorial.data.shuffled_sources`).
+    A model that uses its source scores far less here than on the real sources; a language model of the
+    target side scores about the same."""
+    sources = shuffled_sources([p.source for p in pairs], seed)
+    outputs, _ = translate(model, data, [Pair(source, p.target, p.references) for source, p in zip(sources, pairs)],
+                           beam_size)
+    return bleu_of(outputs, pairs)
+
+
+def attention_measures(attention: Sequence[torch.Tensor]) -> dict[str, float]:
+    """Entropy per target token, share of exact zeros, and the sink shares: the share of target tokens whose
+    attention argmax is the first or the last source token."""
+    return {"entropy_per_token": attention_entropy_per_token(attention),
+            "zero_share": float(np.mean([(a == 0).float().mean().item() for a in attention])),
+            "sink_share_first": sink_share(attention, 0), "sink_share_last": sink_share(attention, -1)}
+
+
 class SystemRun(NamedTuple):
     """A trained system and what it produced on the test set."""
 
@@ -295,8 +324,10 @@ class SystemRun(NamedTuple):
 
 
 def run_system(system: System, data: TranslationData, sizes: Sizes, seed: int, device: torch.device,
-               greedy_too: bool = False) -> SystemRun:
-    """Train ``system`` with ``seed`` (early stopping on dev BLEU, greedy) and evaluate it on the test set."""
+               controls: bool = False) -> SystemRun:
+    """Train ``system`` with ``seed`` (early stopping on dev BLEU, greedy) and evaluate it on the test set:
+    BLEU and chrF of beam search, and the :func:`attention_measures`; with ``controls`` (the baseline) also
+    greedy BLEU and the :func:`shuffled_source_bleu` control."""
     seed_everything(seed)
     model = build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab))
     dev = data.dev
@@ -309,14 +340,15 @@ def run_system(system: System, data: TranslationData, sizes: Sizes, seed: int, d
                                                   seed=seed, device=device, grad_clip=5.0),
                     dev_fn=dev_bleu)
     outputs, attention = translate(model, data, data.test, beam_size=sizes.beam_size)
-    metrics = {"bleu": bleu_of(outputs, data.test), "entropy_per_token": attention_entropy_per_token(attention),
-               "zero_share": float(np.mean([(a == 0).float().mean().item() for a in attention])),
+    metrics = {"bleu": bleu_of(outputs, data.test), "chrf": chrf_of(outputs, data.test),
+               **attention_measures(attention),
                "dev_bleu": history.best_dev, "best_epoch": history.best_epoch,
                "tokens_per_second": history.throughput("tokens"),
                "train_seconds": sum(e["seconds"] for e in history.epochs)}
-    if greedy_too:
+    if controls:
         greedy, _ = translate(model, data, data.test, beam_size=1)
         metrics["bleu_greedy"] = bleu_of(greedy, data.test)
+        metrics["bleu_shuffled_source"] = shuffled_source_bleu(model, data, data.test, sizes.beam_size, seed)
     return SystemRun(model, history, outputs, attention, metrics)
 
 
@@ -367,10 +399,21 @@ def forced_attention(model: Seq2Seq, src_vocab: Vocabulary, tgt_vocab: Vocabular
 
 
 def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, float]:
-    """AER (argmax hard links) and SAER (eq. 23) of attention against the gold links of ``pairs``."""
+    """AER (argmax hard links), SAER (eq. 23) and argmax agreement of attention with the gold links of
+    ``pairs``."""
     sure, possible = [p.sure for p in pairs], [p.possible for p in pairs]
     return {"aer": aer([hard_alignment(a) for a in attention], sure, possible),
-            "saer": saer(attention, sure, possible)}
+            "saer": saer(attention, sure, possible), "argmax_agreement": argmax_agreement(attention, sure)}
+
+
+def baseline_alignment_scores(train_pairs: Sequence[AlignedPair], test_pairs: Sequence[AlignedPair],
+                              iterations: int = 5) -> dict[str, float]:
+    """AER on ``test_pairs`` of the two alignments without attention: the diagonal, and IBM Model 1 trained
+    by EM on the sentences of ``train_pairs`` (no gold link used), the verses the attention models train on."""
+    sure, possible = [p.sure for p in test_pairs], [p.possible for p in test_pairs]
+    ibm1 = IBMModel1.train([(p.source, p.target) for p in train_pairs], iterations)
+    return {"diagonal": aer([diagonal_alignment(len(p.source), len(p.target)) for p in test_pairs], sure, possible),
+            "ibm1": aer([ibm1.align(p.source, p.target) for p in test_pairs], sure, possible)}
 
 
 def run_alignment(system: System, train_pairs: list[AlignedPair], test_pairs: list[AlignedPair], sizes: Sizes,
@@ -383,7 +426,7 @@ def run_alignment(system: System, train_pairs: list[AlignedPair], test_pairs: li
     train(model, lambda epoch: data.batches(data.train, sizes.batch_size, shuffle_seed=seed * 1000 + epoch),
           loss_for(system), TrainConfig(epochs=sizes.epochs, lr=sizes.lr, seed=seed, device=device))
     attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
-    return {**alignment_scores(attention, test_pairs), "entropy_per_token": attention_entropy_per_token(attention)}
+    return {**alignment_scores(attention, test_pairs), **attention_measures(attention)}
 
 
 # ----------------------------------------------------------------------------------------- the experiment
@@ -398,7 +441,8 @@ def _system_run(profile: str, system: System, seed: int) -> Run:
 def grid(profile: str, seeds: int) -> list[Run]:
     """Every training of the experiment at ``profile`` with seeds ``0 … seeds − 1``: the systems (every
     seed), the λ sweep and the alignment models (every seed, or the first only when
-    ``Sizes.headline_seeds`` is false), and the timing run. Loads (and so checks) both corpora first."""
+    ``Sizes.headline_seeds`` is false), the alignments without attention, and the timing run. Loads (and
+    so checks) both corpora first."""
     _corpora(profile)
     sizes = SIZES[profile]
     sweep_seeds = range(seeds if sizes.headline_seeds else 1)
@@ -407,6 +451,7 @@ def grid(profile: str, seeds: int) -> list[Run]:
                for lam in sizes.lambdas for seed in sweep_seeds]
             + [Run.of("alignment", profile=profile, system=name, seed=seed)
                for name in sizes.alignment_systems for seed in sweep_seeds]
+            + ([Run.of("alignment-baselines", profile=profile)] if sizes.alignment_systems else [])
             + [Run.of("speed", profile=profile)])
 
 
@@ -445,19 +490,22 @@ def execute(run: Run, data: TranslationData | None = None, alignment: Alignment 
 
     Returns:
         ``system``: ``metrics``, the test ``outputs`` (detokenized), the epoch losses ``curve``, the per-step
-        ``step_nll`` and the attention ``heatmap`` of one test sentence; ``alignment``: AER, SAER and entropy;
+        ``step_nll`` and the attention ``heatmap`` of one test sentence; ``alignment``: AER, SAER, argmax
+        agreement and :func:`attention_measures`; ``alignment-baselines``: :func:`baseline_alignment_scores`;
         ``speed``: :func:`training_speed` of every system of the profile.
     """
     sizes = SIZES[run["profile"]]
     device = torch.device(device) if device is not None else default_device()
-    if run.kind == "alignment":
+    if run.kind in ("alignment", "alignment-baselines"):
         train_pairs, test_pairs, _ = _corpora(run["profile"], data, alignment)[1]
+        if run.kind == "alignment-baselines":
+            return baseline_alignment_scores(train_pairs, test_pairs)
         return run_alignment(SYSTEMS[run["system"]], train_pairs, test_pairs, sizes, run["seed"], device)
     data = data if data is not None else _translation_data(run["profile"])
     if run.kind == "speed":
         return training_speed(data, sizes, sizes.systems, device)
     system = System(**{field.name: run[field.name] for field in fields(System)})
-    result = run_system(system, data, sizes, run["seed"], device, greedy_too=system == SYSTEMS["NMT"])
+    result = run_system(system, data, sizes, run["seed"], device, controls=system == SYSTEMS["NMT"])
     index = _heatmap_index(data.test)
     return {"metrics": result.metrics, "outputs": [" ".join(o) for o in result.outputs],
             "curve": [e["loss"] for e in result.history.epochs],
@@ -492,7 +540,8 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
             significance[name].append(sig[name if name != "NMT" else "baseline"]["p_value"])
     sweep_seeds = seed_list if sizes.headline_seeds else seed_list[:1]
     table = {name: {key: mean_std([m[key] for m in per_seed[name]])
-                    for key in ("bleu", "entropy_per_token", "zero_share", "tokens_per_second")}
+                    for key in ("bleu", "chrf", "entropy_per_token", "zero_share", "sink_share_first",
+                                "sink_share_last", "tokens_per_second")}
              for name in sizes.systems}
     examples = [{"source": " ".join(pair.source), "reference": " ".join(pair.references[0]),
                  **{n: system(n, 0)["outputs"][k] for n in sizes.systems}}
@@ -521,8 +570,26 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         results["alignment"] = {"corpus": {**align_corpus, "train_pairs": len(train_pairs),
                                            "test_pairs": len(test_pairs)},
                                 "scores": {n: {k: mean_std([s[k] for s in v]) for k in v[0]}
-                                           for n, v in scores.items()}}
+                                           for n, v in scores.items()},
+                                "baselines": of[Run.of("alignment-baselines", profile=profile)]}
+    results["checks"] = checks(results, seeds, len(sweep_seeds))
     return rounded(results)
+
+
+def checks(results: dict[str, Any], seeds: int, alignment_seeds: int) -> dict[str, Any]:
+    """The headline numbers of ``nmt.json`` that the chapters and outside checks read: the baseline's
+    BLEU, chrF and source-shuffle BLEU, every system's sink share (first source token), and the AER of
+    the attention of each alignment system next to the diagonal and IBM Model 1 (``None`` without the
+    alignment corpus); means over seeds."""
+    table, alignment = results["table"], results["alignment"]
+    scored = "scores" in alignment
+    return {"baseline_bleu_mean": table["NMT"]["bleu"]["mean"], "baseline_chrf_mean": table["NMT"]["chrf"]["mean"],
+            "shuffled_source_bleu_mean": mean_std([m["bleu_shuffled_source"] for m in results["per_seed"]["NMT"]])["mean"],
+            "seeds": seeds, "sink_share": {n: row["sink_share_first"]["mean"] for n, row in table.items()},
+            "aer": {n: row["aer"]["mean"] for n, row in alignment["scores"].items()} if scored else None,
+            "aer_seeds": alignment_seeds if scored else 0,
+            "aer_diagonal": alignment["baselines"]["diagonal"] if scored else None,
+            "aer_ibm1": alignment["baselines"]["ibm1"] if scored else None}
 
 
 def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
