@@ -197,7 +197,6 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     parallel = workers > 1 or address is not None
     if parallel and not ray_available():
         raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
-    threads = threads_per_run
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
     unique = list(dict.fromkeys(runs))
@@ -213,10 +212,10 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
 
     try:
         if parallel:
-            _run_on_ray(pending, execute, workers, address, threads, gpus_per_run, finished)
+            _run_on_ray(pending, execute, workers, address, threads_per_run, gpus_per_run, finished)
         else:
             for run in pending:
-                finished(run, execute_logged(execute, run, threads))
+                finished(run, execute_logged(execute, run, threads_per_run))
     finally:
         bar.close()
     return [records[run]["result"] for run in runs]
@@ -231,7 +230,7 @@ def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int
         if address is not None:
             ray.init(address=address, log_to_driver=False)
         else:  # workers import this package by name: make sure they find the copy this process runs
-            package_parent = str(Path(__file__).resolve().parents[1])
+            package_parent = str(Path(__file__).resolve().parents[2])  # holds sparse_tutorial/
             path = os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))
             ray.init(num_cpus=workers * threads, include_dashboard=False, log_to_driver=False,
                      runtime_env={"env_vars": {"PYTHONPATH": path}})
