@@ -4,6 +4,7 @@ import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
 from sparse_tutorial.experiments import classification, nmt
+from sparse_tutorial.experiments.classification import synthetic_task
 
 
 def no_training(*args, **kwargs):
@@ -23,9 +24,13 @@ def test_classification_loads_every_task_before_training(monkeypatch):
     def load_task(corpus, **kwargs):
         if corpus == "newsgroups":
             raise CorpusNotFetchedError("fetch it with: python -m sparse_tutorial.data fetch newsgroups")
-        return object()
+        return synthetic_task(train_pairs=2, test_pairs=2)
 
     monkeypatch.setattr(classification, "load_task", load_task)
-    monkeypatch.setattr(classification, "lambda_table", no_training)
-    with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
-        classification.run("full", seeds=1)
+    monkeypatch.setattr(classification, "fit", no_training)
+    classification.cached_task.cache_clear()
+    try:
+        with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
+            classification.run("full", seeds=1)
+    finally:
+        classification.cached_task.cache_clear()   # it holds the stand-in task
