@@ -4,7 +4,6 @@ import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
 from sparse_tutorial.experiments import classification, nmt
-from sparse_tutorial.experiments.classification import synthetic_task
 
 
 def no_training(*args, **kwargs):
@@ -24,7 +23,7 @@ def test_classification_loads_every_task_before_training(monkeypatch):
     def load_task(corpus, **kwargs):
         if corpus == "newsgroups":
             raise CorpusNotFetchedError("fetch it with: python -m sparse_tutorial.data fetch newsgroups")
-        return synthetic_task(train_pairs=2, test_pairs=2)
+        return classification.synthetic_task(train_pairs=2, test_pairs=2)
 
     monkeypatch.setattr(classification, "load_task", load_task)
     monkeypatch.setattr(classification, "fit", no_training)
