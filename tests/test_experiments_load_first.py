@@ -10,6 +10,14 @@ def no_training(*args, **kwargs):
     raise AssertionError("training started before every corpus was loaded")
 
 
+@pytest.fixture
+def empty_task_cache():
+    """classification's task cache, empty before the test and after (so it keeps no stand-in task)."""
+    classification.cached_task.cache_clear()
+    yield
+    classification.cached_task.cache_clear()
+
+
 def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(nmt, "run_system", no_training)
@@ -19,14 +27,14 @@ def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch):
         nmt.run("quick", seeds=1, data=data, device="cpu")
 
 
-def test_classification_loads_every_task_before_training(monkeypatch):
+def test_classification_loads_every_task_before_training(monkeypatch, empty_task_cache):
     def load_task(corpus, **kwargs):
         if corpus == "newsgroups":
             raise CorpusNotFetchedError("fetch it with: python -m sparse_tutorial.data fetch newsgroups")
-        return object()
+        return classification.synthetic_task(train_pairs=2, test_pairs=2)
 
     monkeypatch.setattr(classification, "load_task", load_task)
-    monkeypatch.setattr(classification, "lambda_table", no_training)
+    monkeypatch.setattr(classification, "fit", no_training)
     with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
         classification.run("full", seeds=1)
 

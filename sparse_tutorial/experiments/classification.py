@@ -13,7 +13,9 @@ best on dev) and
 
 ``python -m sparse_tutorial.experiments classification --profile full --seeds 3`` writes
 ``book/results/classification.json`` on the GPU when there is one (``--profile medium``: every λ of Table 2
-on 2,500 Rotten Tomatoes training sentences, sized for a 2-core CPU).
+on 2,500 Rotten Tomatoes training sentences, sized for a 2-core CPU). The experiment is a grid of runs
+(:func:`grid`: one per trained model, :func:`system_run`), each trained and evaluated by :func:`execute`
+and combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
 
 Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
 so their numbers do not depend on the hardware) and hands the model back on the CPU, so every analysis
@@ -21,6 +23,7 @@ below runs on CPU tensors; the profiles choose it with :func:`~sparse_tutorial.p
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -30,6 +33,8 @@ from torch import Tensor
 
 from sparse_tutorial.data import SPECIALS, Vocabulary, pad_sequences, tokenize
 from sparse_tutorial.data import load as load_corpus
+from sparse_tutorial.experiments.runner import sweep_experiment
+from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE, label_classes, token_classes, token_scores
 from sparse_tutorial.models.classifier import (
     SUN_LU_VARIANTS,
@@ -272,46 +277,35 @@ def median_gap(summary: dict[str, dict[str, Any]], key: str, polar: str, neutral
     return float(np.median(summary[polar][key]) - np.median(summary[neutral][key]))
 
 
+def fit_sun_lu(task: Task, variant: str, lam: float, seed: int, epochs: int, lr: float = 0.05,
+               embed_dim: int = 100, weight_decay: float = 1e-5, vtw_weight: float = 0.0,
+               device: str | torch.device = "cpu") -> FitResult:
+    """Sun & Lu's model ``variant`` with scaling factor ``lam`` trained on ``task`` by :func:`fit`.
+
+    L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper, never to DP.
+    """
+    config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes, embed_dim=embed_dim)
+    return fit(config, task, epochs=epochs, lr=lr, seed=seed, weight_decay=0.0 if variant == "DP" else weight_decay,
+               vtw_weight=vtw_weight, device=device)
+
+
 def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ...], seeds: tuple[int, ...],
                  epochs: int, lr: float = 0.05, embed_dim: int = 100,
                  weight_decay: float = 1e-5, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
     """Test accuracy (model chosen on dev) for each variant × λ × seed (Sun & Lu Table 2).
 
-    L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper; ``device`` is
-    passed to :func:`fit`.
+    Each model is :func:`fit_sun_lu`'s (``weight_decay`` on every variant but DP); ``device`` is passed to
+    :func:`fit`.
     """
     rows = []
     for variant in variants:
         for lam in lambdas:
             for seed in seeds:
-                config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes,
-                                       embed_dim=embed_dim)
-                result = fit(config, task, epochs=epochs, lr=lr, seed=seed,
-                             weight_decay=0.0 if variant == "DP" else weight_decay, device=device)
+                result = fit_sun_lu(task, variant, lam, seed, epochs, lr=lr, embed_dim=embed_dim,
+                                    weight_decay=weight_decay, device=device)
                 rows.append({"task": task.name, "variant": variant, "lambda": lam, "seed": seed,
                              "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy})
     return rows
-
-
-
-PROFILES = ("quick", "medium", "full")
-RT = ("rotten_tomatoes", {})
-NEWS_I = ("newsgroups", {"categories": "hockey-vs-baseball", "max_len": 400})
-NEWS_II = ("newsgroups", {"categories": "motorcycles-med-guns", "max_len": 400})
-SETTINGS = {
-    "quick": dict(tasks=(RT,), train=2500, epochs=2, lambdas=(0.001, 10, 10000), weight_decay=0.0),
-    "medium": dict(tasks=(RT,), train=2500, epochs=2, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
-                   weight_decay=0.0),
-    "full": dict(tasks=(RT, NEWS_I, NEWS_II), train=None, epochs=10, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
-                 weight_decay=1e-5),
-}
-PROFILE_NOTES = {
-    "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 values of λ, no L2 regularisation",
-    "medium": "medium profile (shared 2-core CPU): the quick profile's size (2,500 training sentences, "
-              "2 epochs, no L2) with all 7 values of λ of Table 2 and several seeds; accuracies sit well "
-              "below the paper's",
-    "full": "full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on DP-L/DP-A/AD",
-}
 
 
 def _medians(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -321,32 +315,146 @@ def _medians(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
             for name, entry in summary.items()}
 
 
-def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 11: the λ table and the score analysis, per task and seed."""
+def score_analysis(model: AttentionClassifier, task: Task) -> dict[str, Any]:
+    """The medians of chapter 11's score analysis of a trained DP model.
+
+    Returns ``{"classes": {class: {"count", "polarity_median", "attention_median"}}}`` (medians of
+    :func:`score_summary`; NaN for a class without tokens) and, on a binary task, ``"vtw"`` (the model's
+    ``VᵀW``) and ``"average_weight_medians"`` (``{class: median}`` of :func:`average_attention_weights`).
+    """
+    analysis: dict[str, Any] = {"classes": _medians(score_summary(model, task))}
+    if task.num_classes == 2:
+        analysis["vtw"] = model.vtw().item()
+        analysis["average_weight_medians"] = {name: float(np.median(weights))
+                                              for name, weights in average_attention_weights(model, task).items()}
+    return analysis
+
+
+TASKS = {
+    "rotten_tomatoes": ("rotten_tomatoes", {}),
+    "newsgroups:hockey-vs-baseball": ("newsgroups", {"categories": "hockey-vs-baseball", "max_len": 400}),
+    "newsgroups:motorcycles-med-guns": ("newsgroups", {"categories": "motorcycles-med-guns", "max_len": 400}),
+}
+"""The corpora of the Part III experiments, by the name :func:`load_task` gives them: ``(corpus, its
+keyword arguments)``."""
+
+
+@functools.lru_cache(maxsize=None)
+def cached_task(name: str, train_size: int | None = None) -> Task:
+    """Task ``name`` of :data:`TASKS` with ``train_size`` training examples drawn by :meth:`Task.subset`
+    when it has more (all of them when ``None``).
+
+    Cached, so that the runs of a serial sweep load each corpus once per process (treat it as read-only).
+
+    Raises:
+        ValueError: ``name`` is not in :data:`TASKS`.
+    """
+    if name not in TASKS:
+        raise ValueError(f"task must be one of {list(TASKS)}, got {name!r}")
+    corpus, load_kwargs = TASKS[name]
+    task = load_task(corpus, **load_kwargs)
+    if train_size is not None and len(task.train.labels) > train_size:
+        task = task.subset(train_size)
+    return task
+
+
+PROFILES = ("quick", "medium", "full")
+SETTINGS = {
+    "quick": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 10, 10000), weight_decay=0.0),
+    "medium": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
+                   weight_decay=0.0),
+    "full": dict(tasks=tuple(TASKS), train=None, epochs=10, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
+                 weight_decay=1e-5),
+}
+PROFILE_NOTES = {
+    "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 values of λ, no L2 regularisation",
+    "medium": "medium profile (shared 2-core CPU): the quick profile's size (2,500 training sentences, "
+              "2 epochs, no L2) with all 7 values of λ of Table 2 and several seeds; accuracies sit well "
+              "below the paper's",
+    "full": "full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on DP-L/DP-A/AD",
+}
+SCORE_SETTINGS = ((10.0, 0.0), (100.0, 0.0), (10.0, 1.0))
+"""``(λ, vtw_weight)`` of the DP models whose scores chapter 11 analyses; the last (Sun & Lu's ``VᵀW``
+regularizer) on binary tasks only."""
+
+Plan = list[tuple[dict[str, Any], Run]]
+"""Entries of the results, in their order: the labels of each and the run that fills it in."""
+
+
+def system_run(profile: str, task: str, variant: str, lam: float, seed: int, vtw_weight: float = 0.0) -> Run:
+    """The run that trains ``variant`` with scaling factor ``lam`` on task ``task`` of :data:`TASKS` at
+    ``profile``'s size."""
+    return Run.of("system", profile=profile, task=task, variant=variant, lam=float(lam), seed=seed,
+                  vtw_weight=float(vtw_weight))
+
+
+def _table_plan(profile: str, seeds: int, task: str) -> Plan:
+    """The rows of the λ table of ``task``: every variant × λ × seed."""
+    return [({"variant": variant, "lambda": lam, "seed": seed}, system_run(profile, task, variant, lam, seed))
+            for variant in SUN_LU_VARIANTS for lam in SETTINGS[profile]["lambdas"] for seed in range(seeds)]
+
+
+def _scores_plan(profile: str, seeds: int, task: str, num_classes: int) -> Plan:
+    """The entries of the score analysis of ``task``: every seed × :data:`SCORE_SETTINGS` that applies."""
+    settings = SCORE_SETTINGS if num_classes == 2 else SCORE_SETTINGS[:2]
+    return [({"seed": seed, "lambda": lam, "vtw_weight": vtw_weight},
+             system_run(profile, task, "DP", lam, seed, vtw_weight))
+            for seed in range(seeds) for lam, vtw_weight in settings]
+
+
+def grid(profile: str, seeds: int) -> list[Run]:
+    """Every training of chapter 11 at ``profile``: the λ table's, then the score analysis's that the table
+    does not already train (its DP models with λ = 10 and 100 are the table's). Loads every corpus first."""
     settings = SETTINGS[profile]
-    device = training_device(profile)
-    seed_list = tuple(range(seeds))
+    tasks = {name: cached_task(name, settings["train"]) for name in settings["tasks"]}   # all before training
+    runs = [run for name, task in tasks.items()
+            for _, run in _table_plan(profile, seeds, name) + _scores_plan(profile, seeds, name, task.num_classes)]
+    return list(dict.fromkeys(runs))
+
+
+def execute(run: Run) -> dict[str, Any]:
+    """Train the model of a :func:`system_run` and evaluate it.
+
+    Returns:
+        ``{"task", "corpus", "num_classes", "dev_accuracy", "test_accuracy"}`` (the task's name and
+        provenance) and, for DP, ``"analysis"``: :func:`score_analysis`.
+
+    Raises:
+        ValueError: ``run`` is not a ``"system"`` run.
+    """
+    if run.kind != "system":
+        raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
+    settings = SETTINGS[run["profile"]]
+    task = cached_task(run["task"], settings["train"])
+    result = fit_sun_lu(task, run["variant"], run["lam"], run["seed"], settings["epochs"],
+                        weight_decay=settings["weight_decay"], vtw_weight=run["vtw_weight"],
+                        device=training_device(run["profile"]))
+    out = {"task": task.name, "corpus": task.provenance, "num_classes": task.num_classes,
+           "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy}
+    if run["variant"] == "DP":
+        out["analysis"] = score_analysis(result.model, task)
+    return out
+
+
+def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Chapter 11's results from the runs of :func:`grid`: ``{"profile_note", "corpus": {task: provenance},
+    "lambda_table": [{"task", "variant", "lambda", "seed", "dev_accuracy", "test_accuracy"}], "scores":
+    [{"task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes"[, "vtw", "average_weight_medians"]}]}``,
+    task by task (a median of a class without tokens is ``None``)."""
+    done = dict(zip(runs, results))
     table, scores, corpora = [], [], {}
-    tasks = [load_task(corpus, **load_kwargs) for corpus, load_kwargs in settings["tasks"]]  # all before training
-    for task in tasks:
-        if settings["train"] is not None and len(task.train.labels) > settings["train"]:
-            task = task.subset(settings["train"])
-        corpora[task.name] = task.provenance
-        table += lambda_table(task, SUN_LU_VARIANTS, settings["lambdas"], seed_list, epochs=settings["epochs"],
-                              weight_decay=settings["weight_decay"], device=device)
-        binary = task.num_classes == 2
-        for seed in seed_list:
-            for lam, vtw_weight in [(10.0, 0.0), (100.0, 0.0)] + ([(10.0, 1.0)] if binary else []):
-                config = sun_lu_config("DP", task.vocab_size, scale=lam, num_classes=task.num_classes)
-                result = fit(config, task, epochs=settings["epochs"], seed=seed, vtw_weight=vtw_weight,
-                             device=device)
-                entry = {"task": task.name, "seed": seed, "lambda": lam, "vtw_weight": vtw_weight,
-                         "test_accuracy": result.test_accuracy,
-                         "classes": _medians(score_summary(result.model, task))}
-                if binary:
-                    entry["vtw"] = result.model.vtw().item()
-                    entry["average_weight_medians"] = {
-                        name: float(np.median(weights))
-                        for name, weights in average_attention_weights(result.model, task).items()}
-                scores.append(entry)
+    for name in SETTINGS[profile]["tasks"]:
+        table_plan = _table_plan(profile, seeds, name)
+        first = done[table_plan[0][1]]          # any run of the task says its name, provenance and classes
+        corpora[first["task"]] = first["corpus"]
+        table += [{"task": done[run]["task"], **labels, "dev_accuracy": done[run]["dev_accuracy"],
+                   "test_accuracy": done[run]["test_accuracy"]} for labels, run in table_plan]
+        scores += [{"task": done[run]["task"], **labels, "test_accuracy": done[run]["test_accuracy"],
+                    **done[run]["analysis"]}
+                   for labels, run in _scores_plan(profile, seeds, name, first["num_classes"])]
     return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "lambda_table": table, "scores": scores}
+
+
+def run(profile: str, seeds: int) -> dict[str, Any]:
+    """Chapter 11: the λ table and the score analysis, per task and seed (:func:`assemble`'s results), serially."""
+    return sweep_experiment("classification", profile, seeds)

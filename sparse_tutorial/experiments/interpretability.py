@@ -12,7 +12,9 @@ test sentences:
 and, across the sparsegen λ grid, the Pearson correlation between λ and ``H̃(g_ŷ(x))`` (their Table 2).
 
 ``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
-``book/results/interpretability.json`` (``--profile medium``: smaller models and grid, sized for a CPU).
+``book/results/interpretability.json`` (``--profile medium``: smaller models and grid, sized for a CPU):
+a grid of runs (:func:`grid`, one per trained model), each trained and measured by :func:`execute` and
+combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ import numpy as np
 import torch
 from scipy.stats import pearsonr
 
-from sparse_tutorial.experiments.classification import Split, Task, fit, load_task
+from sparse_tutorial.experiments.classification import Split, Task, cached_task, fit
+from sparse_tutorial.experiments.runner import sweep_experiment
+from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
     batched_kendall_tau_b,
     gradient_importance,
@@ -34,11 +38,10 @@ from sparse_tutorial.models.classifier import AttentionClassifier, meister_confi
 from sparse_tutorial.profiles import training_device
 
 
-def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, dict[str, float], float | None]]:
-    """``(projection, kwargs, λ)`` for softmax, sparsemax (= sparsegen-lin with λ = 0) and each sparsegen λ."""
-    grid: list[tuple[str, dict[str, float], float | None]] = [("softmax", {}, None), ("sparsemax", {}, 0.0)]
-    grid += [("sparsegen", {"lam": lam}, lam) for lam in sparsegen_lambdas if lam != 0.0]
-    return grid
+def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, float | None]]:
+    """``(projection, λ)`` for softmax (λ ``None``), sparsemax (= sparsegen-lin with λ = 0) and each other
+    sparsegen λ."""
+    return [("softmax", None), ("sparsemax", 0.0)] + [("sparsegen", lam) for lam in sparsegen_lambdas if lam != 0.0]
 
 
 def head(split: Split, count: int) -> Split:
@@ -71,32 +74,44 @@ def importance_statistics(model: AttentionClassifier, split: Split) -> dict[str,
     }
 
 
+def train_and_measure(task: Task, encoder: str, projection: str, lam: float | None, seed: int,
+                      evaluation: Split, epochs: int, embed_dim: int = 64, hidden_dim: int = 64,
+                      lr: float = 1e-3, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Train ``encoder`` with attention ``projection`` (sparsegen's ``lam``; see :func:`projection_grid`) on
+    ``task`` (Adam, model chosen on dev; trained on ``device``) and measure it on ``evaluation`` on the CPU.
+
+    Returns:
+        ``{"task", "encoder", "projection", "lambda", "seed", "dev_accuracy", "test_accuracy"}`` and
+        :func:`importance_statistics`.
+    """
+    config = meister_config(encoder, task.vocab_size, projection=projection, num_classes=task.num_classes,
+                            embed_dim=embed_dim, hidden_dim=hidden_dim,
+                            **({"lam": lam} if projection == "sparsegen" else {}))
+    result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
+    return {"task": task.name, "encoder": encoder, "projection": projection, "lambda": lam, "seed": seed,
+            "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
+            **importance_statistics(result.model, evaluation)}
+
+
 def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
           epochs: int, eval_examples: int, embed_dim: int = 64, hidden_dim: int = 64,
           lr: float = 1e-3, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
-    """Train every encoder × projection × seed (Adam, model chosen on dev; trained on ``device``, measured on
-    the CPU) and measure it."""
-    rows = []
+    """:func:`train_and_measure` every encoder × projection × seed on the first ``eval_examples`` test
+    sentences."""
     evaluation = head(task.test, eval_examples)
-    for encoder in encoders:
-        for projection, kwargs, lam in projection_grid(sparsegen_lambdas):
-            for seed in seeds:
-                config = meister_config(encoder, task.vocab_size, projection=projection,
-                                        num_classes=task.num_classes, embed_dim=embed_dim,
-                                        hidden_dim=hidden_dim, **kwargs)
-                result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
-                rows.append({"task": task.name, "encoder": encoder, "projection": projection, "lambda": lam,
-                             "seed": seed, "dev_accuracy": result.dev_accuracy,
-                             "test_accuracy": result.test_accuracy,
-                             **importance_statistics(result.model, evaluation)})
-    return rows
+    return [train_and_measure(task, encoder, projection, lam, seed, evaluation, epochs, embed_dim=embed_dim,
+                              hidden_dim=hidden_dim, lr=lr, device=device)
+            for encoder in encoders for projection, lam in projection_grid(sparsegen_lambdas) for seed in seeds]
 
 
 def lambda_entropy_correlation(rows: list[dict[str, Any]], encoder: str,
                                key: str = "entropy_gradient") -> float:
-    """Pearson correlation between sparsegen λ (sparsemax counts as λ = 0) and ``key`` over runs."""
+    """Pearson correlation between sparsegen λ (sparsemax counts as λ = 0) and ``key`` over runs.
+
+    A ``key`` of ``None`` (a NaN as stored in JSON) counts as NaN, and so makes the correlation NaN."""
     chosen = [r for r in rows if r["encoder"] == encoder and r["lambda"] is not None]
-    return float(pearsonr([r["lambda"] for r in chosen], [r[key] for r in chosen]).statistic)
+    values = [float("nan") if r[key] is None else r[key] for r in chosen]
+    return float(pearsonr([r["lambda"] for r in chosen], values).statistic)
 
 
 PROFILES = ("quick", "medium", "full")
@@ -114,16 +129,51 @@ PROFILE_NOTES = {
 }
 
 
-def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 12 on the Rotten Tomatoes sentences: every encoder × projection × seed, and Table 2."""
+ENCODERS = ("bilstm", "transformer")
+TASK = "rotten_tomatoes"
+"""The task of :data:`~sparse_tutorial.experiments.classification.TASKS` the experiment trains on."""
+
+
+def grid(profile: str, seeds: int) -> list[Run]:
+    """One run per encoder × projection × seed at ``profile`` (kind ``"system"``); loads the corpus first."""
     settings = SETTINGS[profile]
-    task = load_task("rotten_tomatoes")
-    if settings["train"] is not None:
-        task = task.subset(settings["train"])
-    rows = sweep(task, ("bilstm", "transformer"), settings["lambdas"], tuple(range(seeds)),
-                 epochs=settings["epochs"], eval_examples=settings["eval_examples"], embed_dim=settings["dim"],
-                 hidden_dim=settings["dim"], lr=2e-3,
-                 device=training_device(profile))
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": task.provenance, "rows": rows,
+    cached_task(TASK, settings["train"])   # before training: a missing corpus fails now
+    return [Run.of("system", profile=profile, encoder=encoder, projection=projection, lam=lam, seed=seed)
+            for encoder in ENCODERS for projection, lam in projection_grid(settings["lambdas"])
+            for seed in range(seeds)]
+
+
+def execute(run: Run) -> dict[str, Any]:
+    """Train and measure the model of one run of :func:`grid`.
+
+    Returns:
+        ``{"corpus": provenance, "row": train_and_measure's row}``.
+
+    Raises:
+        ValueError: ``run`` is not a ``"system"`` run.
+    """
+    if run.kind != "system":
+        raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
+    settings = SETTINGS[run["profile"]]
+    task = cached_task(TASK, settings["train"])
+    row = train_and_measure(task, run["encoder"], run["projection"], run["lam"], run["seed"],
+                            head(task.test, settings["eval_examples"]), settings["epochs"],
+                            embed_dim=settings["dim"], hidden_dim=settings["dim"], lr=2e-3,
+                            device=training_device(run["profile"]))
+    return {"corpus": task.provenance, "row": row}
+
+
+def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus",
+    "rows": [train_and_measure's row], "lambda_entropy_correlation": {encoder: Pearson's r}}`` (a NaN
+    statistic is ``None``)."""
+    rows = [result["row"] for result in results]
+    return {"profile_note": PROFILE_NOTES[profile], "corpus": results[0]["corpus"], "rows": rows,
             "lambda_entropy_correlation": {encoder: lambda_entropy_correlation(rows, encoder)
-                                           for encoder in ("bilstm", "transformer")}}
+                                           for encoder in ENCODERS}}
+
+
+def run(profile: str, seeds: int) -> dict[str, Any]:
+    """Chapter 12 on the Rotten Tomatoes sentences: every encoder × projection × seed, and Table 2
+    (:func:`assemble`'s results), serially."""
+    return sweep_experiment("interpretability", profile, seeds)

@@ -1,0 +1,115 @@
+"""Issue 20: the classification and interpretability experiments are grids of independent runs (``grid``,
+``execute``, ``assemble``), put together into the JSON the chapters read, with the numbers of the building
+blocks the chapters call. Corpora are replaced by tiny in-memory tasks, so these tests need no cache."""
+import math
+
+import pytest
+import torch
+
+from sparse_tutorial.experiments import classification, interpretability
+from sparse_tutorial.experiments.classification import Split, Task, lambda_table, synthetic_task
+from sparse_tutorial.experiments.sweep import Run, as_stored
+from sparse_tutorial.models.classifier import SUN_LU_VARIANTS
+
+
+def toy_binary_task() -> Task:
+    return synthetic_task(num_polar=3, num_neutral=4, length=6, train_pairs=15, test_pairs=10)
+
+
+def toy_three_class_task() -> Task:
+    generator = torch.Generator().manual_seed(0)
+
+    def split(size: int) -> Split:
+        ids = torch.randint(1, 13, (size, 6), generator=generator)
+        return Split(ids, ids != 0, torch.arange(size) % 3)
+
+    return Task("three", split(30), split(12), split(12), ["<pad>"] + [f"t{i}" for i in range(12)],
+                ["a", "b", "c"], "three-class toy")
+
+
+@pytest.fixture
+def toy_corpora(monkeypatch):
+    """Every corpus loads as a tiny task: 20News II (three classes) as a three-class one, others binary."""
+    def load_task(corpus, categories=None, **kwargs):
+        return toy_three_class_task() if categories == "motorcycles-med-guns" else toy_binary_task()
+
+    monkeypatch.setattr(classification, "load_task", load_task)
+    classification.cached_task.cache_clear()
+    yield
+    classification.cached_task.cache_clear()
+
+
+def assert_distinct_system_runs(runs, profile):
+    assert {run.kind for run in runs} == {"system"}
+    assert {run["profile"] for run in runs} == {profile}
+    assert len({run.key for run in runs}) == len(runs)
+
+
+def test_classification_grid_trains_each_model_once(toy_corpora):
+    runs = classification.grid("full", seeds=2)
+    # 3 tasks x 4 variants x 7 λ x 2 seeds, plus the VᵀW-regularised DP of the two binary tasks: the score
+    # analysis's unregularised λ = 10 and 100 models are the table's
+    assert len(runs) == 3 * 4 * 7 * 2 + 2 * 2
+    assert_distinct_system_runs(runs, "full")
+    assert sum(run["vtw_weight"] == 1.0 for run in runs) == 4
+    # quick: 4 variants x 3 λ x 3 seeds, plus DP at λ = 100 and DP+VᵀW at λ = 10 for each seed
+    assert len(classification.grid("quick", seeds=3)) == 4 * 3 * 3 + 2 * 3
+
+
+def test_classification_assembles_the_table_and_the_scores_of_its_runs(toy_corpora, monkeypatch):
+    monkeypatch.setitem(classification.SETTINGS, "quick", dict(
+        tasks=("rotten_tomatoes", "newsgroups:motorcycles-med-guns"), train=None, epochs=1, lambdas=(0.5, 10),
+        weight_decay=0.0))
+    result = classification.run("quick", seeds=1)
+
+    assert list(result) == ["profile_note", "corpus", "lambda_table", "scores"]
+    assert result["corpus"] == {"synthetic": "synthetic_task(seed=0)", "three": "three-class toy"}
+    table = result["lambda_table"]
+    assert [(row["task"], row["variant"], row["lambda"]) for row in table] == \
+        [(task, variant, lam) for task in ("synthetic", "three") for variant in SUN_LU_VARIANTS for lam in (0.5, 10)]
+    assert table[:2] == as_stored(lambda_table(toy_binary_task(), ("DP",), (0.5, 10), (0,), epochs=1,
+                                               weight_decay=0.0))   # the chapter's building block's numbers
+    scores = result["scores"]
+    assert [(entry["task"], entry["lambda"], entry["vtw_weight"]) for entry in scores] == \
+        [("synthetic", 10.0, 0.0), ("synthetic", 100.0, 0.0), ("synthetic", 10.0, 1.0),
+         ("three", 10.0, 0.0), ("three", 100.0, 0.0)]
+    assert list(scores[0]) == ["task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes", "vtw",
+                               "average_weight_medians"]
+    assert list(scores[3]) == ["task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes"]
+    assert list(scores[3]["classes"]) == ["a", "b", "c", "neutral"]
+    assert scores[0]["test_accuracy"] == table[1]["test_accuracy"]   # DP at λ = 10: one training, read twice
+
+
+def test_interpretability_grid_has_one_run_per_encoder_projection_and_seed(toy_corpora):
+    runs = interpretability.grid("full", seeds=2)
+    assert len(runs) == 2 * (2 + 7) * 2       # encoders x (softmax, sparsemax, 7 other sparsegen λ) x seeds
+    assert_distinct_system_runs(runs, "full")
+    assert len(interpretability.grid("quick", seeds=3)) == 2 * 4 * 3
+
+
+def test_interpretability_assembles_the_rows_of_its_runs(toy_corpora, monkeypatch):
+    monkeypatch.setitem(interpretability.SETTINGS, "quick", dict(train=None, epochs=1, dim=4, eval_examples=6,
+                                                                 lambdas=(-2.0, 0.0, 0.8)))
+    result = interpretability.run("quick", seeds=1)
+
+    assert list(result) == ["profile_note", "corpus", "rows", "lambda_entropy_correlation"]
+    assert result["corpus"] == "synthetic_task(seed=0)"
+    assert [(row["encoder"], row["projection"], row["lambda"]) for row in result["rows"]] == \
+        [(encoder, projection, lam) for encoder in ("bilstm", "transformer")
+         for projection, lam in [("softmax", None), ("sparsemax", 0.0), ("sparsegen", -2.0), ("sparsegen", 0.8)]]
+    assert result["rows"][:4] == as_stored(interpretability.sweep(   # the chapter's building block's numbers
+        toy_binary_task(), ("bilstm",), (-2.0, 0.0, 0.8), (0,), epochs=1, eval_examples=6, embed_dim=4,
+        hidden_dim=4, lr=2e-3))
+    assert list(result["lambda_entropy_correlation"]) == ["bilstm", "transformer"]
+
+
+@pytest.mark.parametrize("module", [classification, interpretability])
+def test_execute_names_a_run_of_another_kind(module):
+    with pytest.raises(ValueError, match="run.kind must be 'system'"):
+        module.execute(Run.of("table", profile="quick", seed=0))
+
+
+def test_lambda_entropy_correlation_reads_a_stored_nan_as_nan():
+    rows = [{"encoder": "bilstm", "lambda": lam, "entropy_gradient": value}
+            for lam, value in [(-2.0, 0.9), (0.0, None), (0.8, 0.5)]]      # None: a NaN read back from JSON
+    assert math.isnan(interpretability.lambda_entropy_correlation(rows, "bilstm"))
