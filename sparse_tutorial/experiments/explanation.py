@@ -18,7 +18,6 @@ model trained with uniform attention; ``--workers N`` trains N at once.
 """
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import torch
@@ -29,8 +28,8 @@ from sparse_tutorial.experiments.classification import (
     Split,
     Task,
     accuracy,
+    cached_task,
     fit,
-    load_task,
     uniform_attention,
 )
 from sparse_tutorial.experiments.interpretability import head
@@ -218,12 +217,10 @@ LR, OPTIMIZER = 1e-3, "adam"
 """Meister et al.'s training of every model of this experiment."""
 
 
-@functools.lru_cache(maxsize=None)
 def training_task(train: int | None) -> Task:
-    """The rotten_tomatoes task, its training split cut to ``train`` sentences (``None``: all of it). Cached:
-    a sweep loads it once per process (do not modify what it returns)."""
-    task = load_task("rotten_tomatoes")
-    return task if train is None else task.subset(train)
+    """The rotten_tomatoes task, its training split cut to ``train`` sentences (``None``: all of it), loaded
+    once per process (:func:`~sparse_tutorial.experiments.classification.cached_task`)."""
+    return cached_task("rotten_tomatoes", train)
 
 
 def grid(profile: str, seeds: int) -> list[Run]:

@@ -214,6 +214,7 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
         ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
     """
     check_arguments(name, profile, seeds)
+    directory = Path(directory) if directory is not None else None
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
