@@ -601,7 +601,7 @@ def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = N
     data, alignment = _corpora(profile, data, alignment)
     runs = grid(profile, seeds)
     results = run_sweep(runs, functools.partial(execute, data=data, alignment=alignment, device=device),
-                        threads_per_run=SIZES[profile].threads, description=f"nmt ({profile})")
+                        threads_per_run=SIZES[profile].threads, progress=False)
     return assemble(profile, seeds, runs, results, data, alignment, n_examples)
 
 

@@ -183,13 +183,16 @@ def _write_or_rescue(name: str, payload: dict[str, Any], directory: Path | None)
                                      f"they were saved to {rescued} instead") from error
 
 
-def sweep_experiment(name: str, profile: str, seeds: int, **sweep_options: Any) -> dict[str, Any]:
+def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False,
+                     **sweep_options: Any) -> dict[str, Any]:
     """The results of experiment ``name`` (its ``assemble``) after :func:`~sparse_tutorial.experiments.sweep.run_sweep`
     executed its ``grid``; ``sweep_options`` go to ``run_sweep`` (``workers``, ``address``, ``run_dir`` ...).
-    Serial and with no run folder by default: what a chapter calls."""
+    Serial, silent and with no run folder by default: what a chapter calls (the command line shows the
+    sweep's progress bar)."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     runs = module.grid(profile, seeds)
-    results = run_sweep(runs, module.execute, description=f"{name} ({profile})", **sweep_options)
+    results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
+                        **sweep_options)
     return module.assemble(profile, seeds, runs, results)
 
 
@@ -223,8 +226,8 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     if hasattr(module, "grid"):
         if workers == 1 and address is None and not ray_available():
             print(f"{name}: {RAY_HINT}", file=sys.stderr)
-        results = sweep_experiment(name, profile, seeds, workers=workers, address=address, fresh=fresh,
-                                   run_dir=runs_dir(name, profile, directory) if write else None,
+        results = sweep_experiment(name, profile, seeds, progress=True, workers=workers, address=address,
+                                   fresh=fresh, run_dir=runs_dir(name, profile, directory) if write else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run)
         options = f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
         results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
