@@ -1,7 +1,7 @@
 """α-entmax for any α ≥ 1 (Peters et al. 2019), differentiable in the scores and in α (Correia et al. 2019).
 
 Chapter 6 (sparsemax & sparsegen) explains it: α-entmax is the family that joins softmax (α = 1),
-1.5-entmax and sparsemax (α = 2); larger α gives sparser weights. Along ``dim``,
+1.5-entmax and sparsemax (α = 2); larger α gives sparser weights. Along ``dim``::
 
     p_j = [(α − 1) z_j − τ]_+^{1/(α−1)},   τ such that Σ_j p_j = 1.
 
@@ -10,23 +10,24 @@ Chapter 6 (sparsemax & sparsegen) explains it: α-entmax is the family that join
 * :class:`AlphaEntmax` — its ``nn.Module`` twin; ``learnable=True`` makes α a parameter,
   ``α = 1 + softplus(θ)``: always > 1, smooth, and linear (not exponential) in θ far from 1.
 
-Exact where a closed form exists: a number α of 1, 1.5 or 2 calls the library's own :func:`softmax`,
-:func:`entmax15` or :func:`sparsemax`. Any other α (and every tensor α) is found by bisection on τ,
-written as ``τ = u − 1`` after shifting the row maximum to 0: ``Σ p ≥ 1`` at ``u = 0`` (the maximum alone
-weighs 1) and ``Σ p ≤ 1`` at ``u = 1 − n^{−(α−1)}`` (no weight exceeds 1/n), so each step halves a bracket of
-width ``W ≤ (α−1) log n``. An error δu in the threshold moves a weight by the relative amount
-``δu / ((α−1) p^{α−1})``; after k steps ``δu ≤ W 2^{−k}``, so that is at most ``log(n) 2^{−k} / p^{α−1}``, below the
-dtype's epsilon for the large weights once k is the mantissa bits + 1 + ⌈log₂ log n⌉: the default ``n_iter``
-(27 in float32, 56 in float64 for n = 100). The weights are then evaluated at the lower end of the bracket
-(where ``Σ p ≥ 1``) and renormalised. They are
-computed as ``exp(log1p((α−1) z − u) / (α−1))``, which stays accurate as α → 1 where ``(·)^{1/(α−1)}`` of
-a number near 1 would lose every digit. A tensor α that equals 1 gives softmax on its slices.
+Exact where a closed form exists: a number α of 1, 1.5 or 2 calls the library's own
+:func:`~sparse_tutorial.projections.softmax`, :func:`~sparse_tutorial.projections.entmax15` or
+:func:`~sparse_tutorial.projections.sparsemax`. Any other α (and every tensor α) is found by bisection on
+τ, written ``τ = u − 1`` after shifting the row maximum to 0: ``Σ p ≥ 1`` at ``u = 0`` (the maximum alone
+weighs 1) and ``Σ p ≤ 1`` at ``u = 1 − n^{−(α−1)}`` (no weight exceeds 1/n), so each step halves a bracket
+of width ``W ≤ (α−1) log n``. An error δu in the threshold moves a weight by the relative amount
+``δu / ((α−1) p^{α−1})``; after k steps ``δu ≤ W 2^{−k}``, so that is at most ``log(n) 2^{−k} / p^{α−1}``,
+below the dtype's epsilon for the large weights once k is its mantissa bits + 1 + ⌈log₂ log n⌉: the
+default ``n_iter`` (27 in float32, 56 in float64 for n = 100). The weights are then evaluated at the lower
+end of the bracket (where ``Σ p ≥ 1``) and renormalised. They are computed as
+``exp(log1p((α−1) z − u) / (α−1))``, which stays accurate as α → 1, where ``(·)^{1/(α−1)}`` of a number
+near 1 loses digits (1e-5 in float32 at α = 1.001). A tensor α that equals 1 gives softmax on its slices.
 
 Gradients, closed form. With ``s = p^{2−α}`` (zero off the support), the vector-Jacobian product w.r.t. the
 scores is ``s ⊙ v − (s·v / Σs) s`` (Peters et al. 2019, §3). The derivative w.r.t. α (Correia et al. 2019,
-Appendix B) is ``∂p/∂α = (p − p̃)/(α−1)² − (p ⊙ log p − p̃ Σ_j p_j log p_j)/(α−1)`` with ``p̃ = s/Σs``; its
-two terms grow like 1/(α−1) and cancel, which in float32 leaves nothing correct near α = 1. Expanding
-``s = p e^{−(α−1) log p}`` gives the same quantity without the cancellation,
+Appendix) is ``∂p/∂α = (p − p̃)/(α−1)² − (p ⊙ log p − p̃ Σ_j p_j log p_j)/(α−1)`` with ``p̃ = s/Σs``; its
+two terms grow like 1/(α−1) and cancel (as written, float32 is off by 0.2 at α = 1.001). Expanding
+``s = p e^{−(α−1) log p}`` gives the same quantity without the cancellation::
 
     ∂p_i/∂α = (p_i / Σs) [F̄ − F_i + (α−1)(F_i H − F̄ log p_i)],
 
@@ -184,8 +185,7 @@ def alpha_entmax(scores: Tensor, alpha: Alpha = 1.5, dim: int = -1, n_iter: Opti
 
     Args:
         scores: ``(..., n, ...)``, masked positions ``-inf``.
-        alpha: a number ≥ 1 (1, 1.5 and 2 are computed exactly by :func:`softmax`, :func:`entmax15` and
-            :func:`sparsemax`), or a floating tensor of them broadcastable to ``scores.shape`` with ``dim`` of
+        alpha: a number ≥ 1 (1, 1.5 and 2 are computed exactly by softmax, entmax15 and sparsemax), or a floating tensor of them broadcastable to ``scores.shape`` with ``dim`` of
             size 1, one α per slice; a tensor α that requires grad gets its gradient.
         dim: the dimension that is projected.
         n_iter: bisection steps; by default enough for the precision of the compute dtype (module docstring).
@@ -240,7 +240,7 @@ class AlphaEntmax(nn.Module):
 
     @property
     def alpha(self) -> Alpha:
-        """The current α: a number, or a 0-d tensor (with its gradient) when learnable."""
+        """α as used now, a number, or a 0-d tensor (with its gradient) when learnable."""
         if self.learnable:
             return 1 + nn.functional.softplus(self.alpha_raw)
         return self.fixed_alpha
