@@ -207,3 +207,20 @@ def test_non_finite_upstream_gradient_where_the_weight_is_zero_is_ignored():
     expected = torch.autograd.grad(alpha_entmax(scores, alphas), (scores, alphas), upstream.nan_to_num(0.0, 0.0))
     for gradient, reference in zip(gradients, expected):
         torch.testing.assert_close(gradient, reference)
+
+
+@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float32, 1e-6), (torch.float64, 1e-13)])
+def test_exp_remainder_is_accurate_on_both_sides_of_its_switch_to_the_series(dtype, tolerance):
+    """φ(x) = (eˣ − 1 − x)/x², the α-gradient's building block, against 50-digit decimal arithmetic."""
+    from decimal import Decimal, localcontext
+
+    from sparse_tutorial.alpha_entmax import _exp_remainder
+
+    points = torch.logspace(-8, 1.5, 200, dtype=torch.float64).to(dtype)
+    with localcontext() as context:
+        context.prec = 50
+        exact = torch.tensor([float((x.exp() - 1 - x) / (x * x)) for x in map(Decimal, points.tolist())],
+                             dtype=torch.float64)
+    relative_error = (_exp_remainder(points).double() - exact).abs() / exact
+    assert relative_error.max() <= tolerance, relative_error.max()
+    assert _exp_remainder(torch.zeros(1, dtype=dtype)).item() == 0.5
