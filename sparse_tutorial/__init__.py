@@ -16,6 +16,7 @@ from sparse_tutorial.projections import (
     sparsegen_lin,
     sparsemax,
 )
+from sparse_tutorial.alpha_entmax import AlphaEntmax, alpha_entmax
 from sparse_tutorial.losses import binary_sparsemax_loss, modified_huber_loss, multilabel_target, sparsemax_loss
 from sparse_tutorial.regularizers import (
     PENALTIES,
