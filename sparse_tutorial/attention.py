@@ -38,18 +38,8 @@ from sparse_tutorial.projections import Projection, get_projection
 # The scores live in sparse_tutorial.scores; they are imported here too so that a chapter can take the whole
 # zoo from one place: `from sparse_tutorial.attention import Attention, DotScore`.
 from sparse_tutorial.scores import (  # noqa: F401
-    SCORES,
-    AdditiveScore,
-    CosineScore,
-    CoverageAdditiveScore,
-    DotScore,
-    GeneralScore,
-    LocationScore,
-    LocationSensitiveScore,
-    ScaledDotScore,
-    get_score,
-    resolve_score,
-)
+    SCORES, AdditiveScore, CosineScore, CoverageAdditiveScore, DotScore, GeneralScore, LocationScore,
+    LocationSensitiveScore, ScaledDotScore, get_score, resolve_score)
 
 
 def _resolve_projection(projection: str | Projection, projection_kwargs: dict) -> Projection:
