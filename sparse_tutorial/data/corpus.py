@@ -120,8 +120,9 @@ class CorpusSource:
 
 
 def corpus_source(name: str, file_name: str | None = None, given: str | Path | None = None) -> CorpusSource:
-    """Read ``given`` (a file or folder a caller chose, e.g. a test fixture) when it is set, else the cached
-    ``<cache>/<name>/<file_name>`` (the corpus folder when ``file_name`` is None), verified first.
+    """Where a loader reads corpus ``name`` from: ``given`` (a file or folder the caller chose, e.g. a test
+    fixture) when it is set, else the cached ``<cache>/<name>/<file_name>`` (the corpus folder when
+    ``file_name`` is None), whose files are verified first.
 
     Raises:
         CorpusNotFetchedError: the corpus is not (or not intact) in the cache, naming the fetch command.
