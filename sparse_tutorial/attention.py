@@ -78,7 +78,8 @@ class Attention(nn.Module):
 
     Args:
         score: a score module (e.g. ``AdditiveScore(8, 8, 16)``) or the name of one that needs no
-            dimensions (``"dot"``, ``"scaled_dot"``, ``"cosine"``); use :func:`get_score` for the others.
+            dimensions (``"dot"``, ``"scaled_dot"``, ``"cosine"``); use
+            :func:`~sparse_tutorial.scores.get_score` for the others.
         projection: a name from :data:`sparse_tutorial.projections.PROJECTIONS` (``"softmax"``,
             ``"sparsemax"``, ``"sparsegen"``, ``"entmax15"``, ``"temperature"``, ``"gumbel"``) or a callable
             ``fn(scores, dim=-1)``.
