@@ -97,7 +97,7 @@ def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_
     direct = [S.run_system("ABS", data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 10 trains them
     assert [{key: value for key, value in run.items() if key != "train_and_eval_seconds"}
             for run in systems["ABS"]["runs"]] == [
-        {"seed": seed, **S._rounded(result.metrics), "best_epoch": result.history.best_epoch}
+        {"seed": seed, **S.rounded(result.metrics), "best_epoch": result.history.best_epoch}
         for seed, result in enumerate(direct)]
     assert list(systems["ABS"]["mean"]) == [*direct[0].metrics, "train_and_eval_seconds"]
     assert set(systems["ABS+Pointer"]["std"].values()) == {0.0}  # one seed

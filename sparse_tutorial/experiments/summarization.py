@@ -41,7 +41,7 @@ from torch import Tensor
 
 from sparse_tutorial.data import apt_descriptions
 from sparse_tutorial.data.text import UNK, Vocabulary, tokenize
-from sparse_tutorial.experiments.runner import sweep_experiment
+from sparse_tutorial.experiments.runner import mean_std, rounded, sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge
 from sparse_tutorial.models.pointer_generator import (
@@ -412,15 +412,11 @@ def run_system(name: str, data: SummarizationData, sizes: Sizes, seed: int = 0,
     return SystemRun(model, history, metrics, summaries)
 
 
-def _rounded(values: dict[str, float], digits: int = 4) -> dict[str, float]:
-    return {key: float(f"{value:.{digits}g}") for key, value in values.items()}
-
-
 def _mean_std(runs: list[dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
-    keys = [key for key in runs[0] if key not in ("seed", "best_epoch")]
-    values = {key: np.array([run[key] for run in runs], dtype=float) for key in keys}
-    return (_rounded({key: v.mean() for key, v in values.items()}),
-            _rounded({key: v.std(ddof=1) if len(v) > 1 else 0.0 for key, v in values.items()}))
+    """Per metric, the mean and the standard deviation over the seeds' ``runs`` (4 significant digits)."""
+    stats = {key: mean_std([run[key] for run in runs]) for key in runs[0] if key not in ("seed", "best_epoch")}
+    return (rounded({key: stat["mean"] for key, stat in stats.items()}),
+            rounded({key: stat["std"] for key, stat in stats.items()}))
 
 
 EXAMPLES = 4
@@ -446,7 +442,7 @@ def execute(run: Run) -> dict[str, Any]:
     data = load_data(sizes)
     tic = time.perf_counter()
     result = run_system(run["name"], data, sizes, run["seed"], device)
-    return {"metrics": {"seed": run["seed"], **_rounded(result.metrics), "best_epoch": result.history.best_epoch,
+    return {"metrics": {"seed": run["seed"], **rounded(result.metrics), "best_epoch": result.history.best_epoch,
                         "train_and_eval_seconds": round(time.perf_counter() - tic, 1)},
             "summaries": [highlight_copies(summary, example.source)
                           for summary, example in zip(result.summaries[:EXAMPLES], data.test)],
@@ -470,7 +466,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
                          "mean": mean, "std": std}
     return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": _distinct(results, "hardware"),
             "device": _distinct(results, "device"), "systems": systems,
-            "lead": {name: _rounded(scores) for name, scores in lead_baselines(data.test).items()},
+            "lead": {name: rounded(scores) for name, scores in lead_baselines(data.test).items()},
             "examples": examples}
 
 
