@@ -16,6 +16,7 @@ from sparse_tutorial.projections import (
     sparsegen_lin,
     sparsemax,
 )
+from sparse_tutorial.alpha_entmax import AlphaEntmax, alpha_entmax
 from sparse_tutorial.losses import binary_sparsemax_loss, modified_huber_loss, multilabel_target, sparsemax_loss
 from sparse_tutorial.regularizers import (
     PENALTIES,
@@ -26,23 +27,25 @@ from sparse_tutorial.regularizers import (
     linf_norm,
     linf_penalty,
 )
-from sparse_tutorial.attention import (
+from sparse_tutorial.scores import (
     SCORES,
     AdditiveScore,
-    Attention,
-    ContextAttention,
     CosineScore,
     CoverageAdditiveScore,
     DotScore,
     GeneralScore,
-    HierarchicalAttention,
-    LocalPAttention,
     LocationScore,
     LocationSensitiveScore,
-    MultiHeadAttention,
-    PointerAttention,
     ScaledDotScore,
     get_score,
+)
+from sparse_tutorial.attention import (
+    Attention,
+    ContextAttention,
+    HierarchicalAttention,
+    LocalPAttention,
+    MultiHeadAttention,
+    PointerAttention,
 )
 from sparse_tutorial.coverage import (
     FertilityCoverage,

@@ -1,7 +1,7 @@
-"""Input checks shared by the projections, losses and regularizers.
+"""Input checks shared by the projections, losses, regularizers, metrics, scores, attention and coverage.
 
 Every check raises an error that names the offending argument, so a wrong call is fixed from the message
-alone. Nothing here is part of the public API.
+alone; every one takes the tensor first and its name second. Nothing here is part of the public API.
 """
 from __future__ import annotations
 
@@ -52,10 +52,43 @@ def check_positive(value: float, name: str) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
-def check_mask(mask: Tensor, name: str, shape: torch.Size) -> None:
-    """Raise unless ``mask`` is a boolean tensor of exactly ``shape`` (True = keep)."""
+def check_shape(tensor: Tensor, name: str, *sizes: int | None, **named_sizes: int | None) -> None:
+    """Raise a ``ValueError`` naming ``name`` unless ``tensor`` has exactly these dims (None = any size).
+
+    Give the sizes by position or by dimension name, not both. By name the message shows the layout:
+    ``check_shape(mask, "mask", batch=2, src_len=5)`` reads ``mask must have shape (batch, src_len) =
+    (2, 5), got (2, 4)``; by position (``check_shape(mask, "mask", 2, 5)``) ``mask must have shape (2, 5),
+    got (2, 4)``.
+    """
+    if sizes and named_sizes:
+        raise TypeError("check_shape takes the sizes by position or by name, not both")
+    expected = sizes or tuple(named_sizes.values())
+    if tensor.dim() == len(expected) and all(
+        size is None or size == actual for size, actual in zip(expected, tensor.shape)
+    ):
+        return
+    shown = "(" + ", ".join("?" if size is None else str(size) for size in expected) + ")"
+    layout = "(" + ", ".join(named_sizes) + ") = " if named_sizes else ""
+    raise ValueError(f"{name} must have shape {layout}{shown}, got {tuple(tensor.shape)}")
+
+
+def check_mask(mask: Tensor, name: str, *sizes: int | None, **named_sizes: int | None) -> None:
+    """Raise unless ``mask`` is a boolean tensor (True = keep) of exactly these dims, given as for
+    :func:`check_shape`."""
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         raise TypeError(f"{name} must be a boolean tensor (True = keep), got "
                         f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
-    if mask.shape != shape:
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    check_shape(mask, name, *sizes, **named_sizes)
+
+
+def check_attention_weights(weights: Tensor) -> None:
+    """Raise unless ``weights`` is a floating-point ``(batch, tgt_len, src_len)`` tensor: the attention of
+    every target token over the source."""
+    check_floating(weights, "weights")
+    check_shape(weights, "weights", batch=None, tgt_len=None, src_len=None)
+
+
+def check_query_keys(query: Tensor, keys: Tensor, query_dim: int | None = None, key_dim: int | None = None) -> None:
+    """Raise unless ``query: (batch, query_dim)`` and ``keys: (batch, src_len, key_dim)`` (None = any size)."""
+    check_shape(query, "query", batch=None, query_dim=query_dim)
+    check_shape(keys, "keys", batch=query.shape[0], src_len=None, key_dim=key_dim)

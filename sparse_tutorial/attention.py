@@ -1,6 +1,7 @@
-"""The attention zoo: score functions, ``Attention`` = score + mask + projection, and the classic variants.
+"""Attention = a score + a mask + a projection, and the classic attention modules built from it.
 
-Chapter 1 (*Attention in one page, and the zoo*) walks through this module; every later chapter builds on it.
+Chapter 1 (*Attention in one page, and the zoo*) walks through this module and :mod:`sparse_tutorial.scores`
+(the score functions, re-exported here); every later chapter builds on them.
 
 Attention turns a query and a set of keys into a weight vector and a weighted average of values:
 
@@ -13,11 +14,6 @@ Shapes used throughout: ``query: (batch, query_dim)``, ``keys: (batch, src_len, 
 
 What is here, in reading order:
 
-* score modules, each ``forward(query, keys, **state) -> scores (batch, src_len)``:
-  :class:`DotScore`, :class:`ScaledDotScore`, :class:`GeneralScore`, :class:`AdditiveScore` (Bahdanau /
-  Luong "concat"), :class:`CosineScore`, :class:`LocationScore` (Luong "location"),
-  :class:`LocationSensitiveScore` (Chorowski et al. 2015) and :class:`CoverageAdditiveScore`
-  (Tu et al. 2016, eq. 21 of Zhang et al. 2019); registry :data:`SCORES` and :func:`get_score`;
 * :class:`Attention`: any score, any projection from :mod:`sparse_tutorial.projections`;
 * :class:`LocalPAttention`: Luong et al. 2015 local-p, a Gaussian window around a predicted position;
 * :class:`MultiHeadAttention`: Vaswani et al. 2017, equal to ``torch.nn.MultiheadAttention`` with softmax;
@@ -35,47 +31,15 @@ import math
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sparse_tutorial._validation import check_mask
+from sparse_tutorial._validation import check_mask, check_query_keys, check_shape
 from sparse_tutorial.projections import Projection, get_projection
-
-
-def _check_shape(name: str, tensor: Tensor, **dims: int | None) -> None:
-    """Raise a ``ValueError`` naming ``name`` unless ``tensor`` has the given dims (None = any size).
-
-    The message reads e.g. ``mask must have shape (batch, src_len) = (2, 5), got (2, 4)``.
-    """
-    expected = tuple(dims.values())
-    if tensor.dim() == len(expected) and all(
-        size is None or size == actual for size, actual in zip(expected, tensor.shape)
-    ):
-        return
-    layout = "(" + ", ".join(dims) + ")"
-    sizes = "(" + ", ".join("?" if size is None else str(size) for size in expected) + ")"
-    raise ValueError(f"{name} must have shape {layout} = {sizes}, got {tuple(tensor.shape)}")
-
-
-def _check_mask(name: str, mask: Tensor, **dims: int) -> None:
-    """Check that ``mask`` is a boolean tensor (True = keep) with exactly the given dims."""
-    if mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = keep), got dtype {mask.dtype}")
-    _check_shape(name, mask, **dims)
-
-
-def _check_query_keys(query: Tensor, keys: Tensor, query_dim: int | None = None,
-                      key_dim: int | None = None) -> None:
-    _check_shape("query", query, batch=None, query_dim=query_dim)
-    _check_shape("keys", keys, batch=query.shape[0], src_len=None, key_dim=key_dim)
-
-
-def _check_same_dim(score: str, query: Tensor, keys: Tensor) -> None:
-    if query.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"the {score} score needs query_dim == key_dim, got query_dim={query.shape[-1]} "
-            f"and key_dim={keys.shape[-1]}"
-        )
+# The scores live in sparse_tutorial.scores; they are imported here too so that a chapter can take the whole
+# zoo from one place: `from sparse_tutorial.attention import Attention, DotScore`.
+from sparse_tutorial.scores import (  # noqa: F401
+    SCORES, AdditiveScore, CosineScore, CoverageAdditiveScore, DotScore, GeneralScore, LocationScore,
+    LocationSensitiveScore, ScaledDotScore, get_score, resolve_score)
 
 
 def _resolve_projection(projection: str | Projection, projection_kwargs: dict) -> Projection:
@@ -109,228 +73,13 @@ def _weighted_sum(weights: Tensor, values: Tensor) -> Tensor:
     return torch.bmm(weights.unsqueeze(1), values).squeeze(1)
 
 
-# ----------------------------------------------------------------------------------------------- scores
-
-
-class DotScore(nn.Module):
-    """Luong et al. (2015) "dot": ``e_j = qᵀ k_j``. Needs ``query_dim == key_dim``; no parameters."""
-
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, dim)``, ``keys: (batch, src_len, dim)`` -> ``scores: (batch, src_len)``."""
-        _check_query_keys(query, keys)
-        _check_same_dim("dot", query, keys)
-        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
-
-
-class ScaledDotScore(nn.Module):
-    """Vaswani et al. (2017) scaled dot product: ``e_j = qᵀ k_j / √dim``, keeping scores O(1) as dim grows."""
-
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, dim)``, ``keys: (batch, src_len, dim)`` -> ``scores: (batch, src_len)``."""
-        _check_query_keys(query, keys)
-        _check_same_dim("scaled dot", query, keys)
-        return torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1) / math.sqrt(keys.shape[-1])
-
-
-class GeneralScore(nn.Module):
-    """Luong et al. (2015) "general" (bilinear): ``e_j = qᵀ W_a k_j`` with ``W_a: (query_dim, key_dim)``."""
-
-    def __init__(self, query_dim: int, key_dim: int) -> None:
-        super().__init__()
-        # Computed as (W_aᵀ q)ᵀ k_j: one matrix-vector product per query instead of one per key.
-        self.query_to_key = nn.Linear(query_dim, key_dim, bias=False)
-
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len)``."""
-        _check_query_keys(query, keys, self.query_to_key.in_features, self.query_to_key.out_features)
-        return torch.bmm(keys, self.query_to_key(query).unsqueeze(-1)).squeeze(-1)
-
-
-class AdditiveScore(nn.Module):
-    """Bahdanau et al. (2015) additive score, Luong's "concat", eq. 9 of Zhang et al. (2019).
-
-    ``e_j = vᵀ tanh(W q + U k_j)``, which equals ``vᵀ tanh(W_a [q; k_j])`` with ``W_a = [W, U]``.
-
-    ``U k_j`` does not depend on the decoder step: a decoder may compute it once per source sentence with
-    :meth:`project_keys` and pass it to every step as ``projected_keys=`` (through ``Attention`` too).
-    """
-
-    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
-        super().__init__()
-        self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-
-    def project_keys(self, keys: Tensor) -> Tensor:
-        """``U k_j``: ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len, hidden_dim)``."""
-        return self.key_proj(keys)
-
-    def _features(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
-        """``W q + U k_j`` for every j: ``(batch, src_len, hidden_dim)``."""
-        _check_query_keys(query, keys, self.query_proj.in_features, self.key_proj.in_features)
-        if projected_keys is None:
-            projected_keys = self.project_keys(keys)
-        else:
-            _check_shape("projected_keys", projected_keys, batch=keys.shape[0], src_len=keys.shape[1],
-                         hidden_dim=self.key_proj.out_features)
-        return self.query_proj(query).unsqueeze(1) + projected_keys
-
-    def forward(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None = None) -> Tensor:
-        """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)``, optional ``projected_keys``
-        from :meth:`project_keys` -> ``scores: (batch, src_len)``."""
-        return self.v(torch.tanh(self._features(query, keys, projected_keys))).squeeze(-1)
-
-
-class CosineScore(nn.Module):
-    """Content-based score of Graves et al. (2014): ``e_j = scale · cos(q, k_j)``.
-
-    Cosines lie in [−1, 1], so with ``scale = 1`` a softmax over them is close to uniform; ``scale`` (fixed,
-    not learned) sharpens it, like an inverse temperature.
-    """
-
-    def __init__(self, scale: float = 1.0) -> None:
-        super().__init__()
-        self.scale = scale
-
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, dim)``, ``keys: (batch, src_len, dim)`` -> ``scores: (batch, src_len)``."""
-        _check_query_keys(query, keys)
-        _check_same_dim("cosine", query, keys)
-        return self.scale * F.cosine_similarity(query.unsqueeze(1), keys, dim=-1, eps=1e-8)
-
-    def extra_repr(self) -> str:
-        return f"scale={self.scale}"
-
-
-class LocationScore(nn.Module):
-    """Luong et al. (2015) "location": ``e = W_a q`` — the scores depend on the query only.
-
-    ``W_a`` has one row per source position up to ``max_src_len``; the scores are truncated to the actual
-    ``src_len`` (the keys are only used for their length), and padding is removed by the mask as usual.
-    """
-
-    def __init__(self, query_dim: int, max_src_len: int) -> None:
-        super().__init__()
-        self.max_src_len = max_src_len
-        self.position_scores = nn.Linear(query_dim, max_src_len, bias=False)
-
-    def forward(self, query: Tensor, keys: Tensor) -> Tensor:
-        """``query: (batch, query_dim)``, ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len)``."""
-        _check_query_keys(query, keys, self.position_scores.in_features)
-        src_len = keys.shape[1]
-        if src_len > self.max_src_len:
-            raise ValueError(f"keys has src_len={src_len} > max_src_len={self.max_src_len} of LocationScore")
-        return self.position_scores(query)[:, :src_len]
-
-
-class LocationSensitiveScore(AdditiveScore):
-    """Chorowski et al. (2015) location-sensitive ("hybrid") score.
-
-    The previous alignment ``α_{i−1}`` is convolved with ``n_filters`` filters ``F`` of width ``kernel_size``,
-    ``f_i = F * α_{i−1}``, and the result enters the additive score as an extra feature:
-
-        e_{i,j} = wᵀ tanh(W s_{i−1} + V h_j + U f_{i,j} + b)
-
-    State: ``previous_weights: (batch, src_len)`` — the weights of the previous decoder step (zeros, or a
-    one-hot on the first position, before the first step).
-    """
-
-    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int, n_filters: int = 10,
-                 kernel_size: int = 31) -> None:
-        super().__init__(query_dim, key_dim, hidden_dim)
-        if kernel_size % 2 != 1:
-            raise ValueError(f"kernel_size must be odd so the convolution is centred, got {kernel_size}")
-        self.location_conv = nn.Conv1d(1, n_filters, kernel_size, padding=kernel_size // 2, bias=False)
-        self.location_proj = nn.Linear(n_filters, hidden_dim, bias=False)
-        self.bias = nn.Parameter(torch.zeros(hidden_dim))
-
-    def forward(self, query: Tensor, keys: Tensor, previous_weights: Tensor,
-                projected_keys: Tensor | None = None) -> Tensor:
-        """``previous_weights: (batch, src_len)`` -> ``scores: (batch, src_len)``."""
-        features = self._features(query, keys, projected_keys)
-        _check_shape("previous_weights", previous_weights, batch=keys.shape[0], src_len=keys.shape[1])
-        location = self.location_conv(previous_weights.unsqueeze(1)).transpose(1, 2)
-        return self.v(torch.tanh(features + self.location_proj(location) + self.bias)).squeeze(-1)
-
-
-class CoverageAdditiveScore(AdditiveScore):
-    """Coverage-augmented additive score of Tu et al. (2016), eq. 21 of Zhang et al. (2019).
-
-        e_{ij} = v_aᵀ tanh(W_a z_i + U_a h_j + V_c C_{i−1,j})
-
-    ``C_{i−1,j}`` is the coverage of source word j before step i (see :mod:`sparse_tutorial.coverage`):
-    either a scalar per source word (``coverage_dim=1``, e.g. the accumulated attention of See et al. 2017,
-    state shape ``(batch, src_len)``) or a vector (``coverage_dim > 1``, Tu et al.'s neural coverage, state
-    shape ``(batch, src_len, coverage_dim)``). ``V_c`` maps it into the hidden space; Zhang et al. write the
-    sum without it, which is the case ``coverage_dim = hidden_dim``, ``V_c = I``.
-    """
-
-    def __init__(self, query_dim: int, key_dim: int, hidden_dim: int, coverage_dim: int = 1) -> None:
-        super().__init__(query_dim, key_dim, hidden_dim)
-        self.coverage_dim = coverage_dim
-        self.coverage_proj = nn.Linear(coverage_dim, hidden_dim, bias=False)
-
-    def forward(self, query: Tensor, keys: Tensor, coverage: Tensor,
-                projected_keys: Tensor | None = None) -> Tensor:
-        """``coverage: (batch, src_len)`` or ``(batch, src_len, coverage_dim)`` -> ``(batch, src_len)``."""
-        features = self._features(query, keys, projected_keys)
-        batch, src_len = keys.shape[:2]
-        if self.coverage_dim == 1:
-            _check_shape("coverage", coverage, batch=batch, src_len=src_len)
-            coverage = coverage.unsqueeze(-1)
-        else:
-            _check_shape("coverage", coverage, batch=batch, src_len=src_len, coverage_dim=self.coverage_dim)
-        return self.v(torch.tanh(features + self.coverage_proj(coverage))).squeeze(-1)
-
-    def extra_repr(self) -> str:
-        return f"coverage_dim={self.coverage_dim}"
-
-
-SCORES: dict[str, type[nn.Module]] = {
-    "dot": DotScore,
-    "scaled_dot": ScaledDotScore,
-    "general": GeneralScore,
-    "additive": AdditiveScore,
-    "concat": AdditiveScore,
-    "cosine": CosineScore,
-    "location": LocationScore,
-    "location_sensitive": LocationSensitiveScore,
-    "coverage_additive": CoverageAdditiveScore,
-}
-"""Score name -> score class; ``"concat"`` (Luong) is another name for ``"additive"`` (Bahdanau)."""
-
-
-def get_score(name: str, **kwargs: int | float) -> nn.Module:
-    """Build a score module by name, e.g. ``get_score("additive", query_dim=8, key_dim=8, hidden_dim=16)``.
-
-    ``"dot"``, ``"scaled_dot"`` and ``"cosine"`` need no arguments; the others take the dimensions of their
-    class (``query_dim``, ``key_dim``, ``hidden_dim``, ``max_src_len``, ...).
-    """
-    if name not in SCORES:
-        raise ValueError(f"score must be one of {sorted(SCORES)}, got {name!r}")
-    try:
-        return SCORES[name](**kwargs)
-    except TypeError as error:
-        raise TypeError(f"score {name!r} ({SCORES[name].__name__}) needs its dimensions: {error}") from None
-
-
-def _resolve_score(score: str | nn.Module) -> nn.Module:
-    if isinstance(score, str):
-        return get_score(score)
-    if not isinstance(score, nn.Module):
-        raise TypeError(f"score must be a score name or an nn.Module, got {type(score).__name__}")
-    return score
-
-
-# -------------------------------------------------------------------------------------------- attention
-
-
 class Attention(nn.Module):
     """Attention = a score function + a boolean mask + a projection onto the simplex.
 
     Args:
         score: a score module (e.g. ``AdditiveScore(8, 8, 16)``) or the name of one that needs no
-            dimensions (``"dot"``, ``"scaled_dot"``, ``"cosine"``); use :func:`get_score` for the others.
+            dimensions (``"dot"``, ``"scaled_dot"``, ``"cosine"``); use
+            :func:`~sparse_tutorial.scores.get_score` for the others.
         projection: a name from :data:`sparse_tutorial.projections.PROJECTIONS` (``"softmax"``,
             ``"sparsemax"``, ``"sparsegen"``, ``"entmax15"``, ``"temperature"``, ``"gumbel"``) or a callable
             ``fn(scores, dim=-1)``.
@@ -345,7 +94,7 @@ class Attention(nn.Module):
     def __init__(self, score: str | nn.Module, projection: str | Projection = "softmax",
                  **projection_kwargs: float | bool | torch.Generator) -> None:
         super().__init__()
-        self.score = _resolve_score(score)
+        self.score = resolve_score(score)
         self.projection_name = _projection_name(projection)
         self.projection = _resolve_projection(projection, projection_kwargs)
 
@@ -364,15 +113,15 @@ class Attention(nn.Module):
             ``context: (batch, value_dim)`` and ``weights: (batch, src_len)``, which sum to 1 over the kept
             positions (all zeros for a row with nothing kept).
         """
-        _check_query_keys(query, keys)
+        check_query_keys(query, keys)
         batch, src_len = keys.shape[:2]
         values = keys if values is None else values
-        _check_shape("values", values, batch=batch, src_len=src_len, value_dim=None)
+        check_shape(values, "values", batch=batch, src_len=src_len, value_dim=None)
         if mask is not None:
-            _check_mask("mask", mask, batch=batch, src_len=src_len)
+            check_mask(mask, "mask", batch=batch, src_len=src_len)
             keys, values = _zero_masked(keys, mask), _zero_masked(values, mask)
         scores = self.score(query, keys, **score_state)
-        _check_shape("scores", scores, batch=batch, src_len=src_len)
+        check_shape(scores, "scores", batch=batch, src_len=src_len)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
@@ -433,11 +182,11 @@ class LocalPAttention(nn.Module):
         """Shapes as in :meth:`Attention.forward`; returns ``(context, weights)`` where ``weights`` sum to at
         most 1 (exactly 1 with ``renormalize=True``) and are zero outside the window and on masked
         positions."""
-        _check_query_keys(query, keys)
+        check_query_keys(query, keys)
         batch, src_len = keys.shape[:2]
         if mask is None:
             mask = torch.ones(batch, src_len, dtype=torch.bool, device=keys.device)
-        _check_mask("mask", mask, batch=batch, src_len=src_len)
+        check_mask(mask, "mask", batch=batch, src_len=src_len)
         values = _zero_masked(keys if values is None else values, mask)
         positions = self.predict_position(query, mask.sum(dim=-1))
         distance = torch.arange(src_len, device=keys.device, dtype=positions.dtype) - positions.unsqueeze(-1)
@@ -530,14 +279,14 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``output: (batch, tgt_len, embed_dim)`` and ``weights: (batch, heads, tgt_len, src_len)``.
         """
-        _check_shape("query", query, batch=None, tgt_len=None, embed_dim=self.embed_dim)
+        check_shape(query, "query", batch=None, tgt_len=None, embed_dim=self.embed_dim)
         batch, tgt_len, _ = query.shape
-        _check_shape("key", key, batch=batch, src_len=None, embed_dim=self.embed_dim)
+        check_shape(key, "key", batch=batch, src_len=None, embed_dim=self.embed_dim)
         src_len = key.shape[1]
         value = key if value is None else value
-        _check_shape("value", value, batch=batch, src_len=src_len, embed_dim=self.embed_dim)
+        check_shape(value, "value", batch=batch, src_len=src_len, embed_dim=self.embed_dim)
         if key_padding_mask is not None:
-            _check_mask("key_padding_mask", key_padding_mask, batch=batch, src_len=src_len)
+            check_mask(key_padding_mask, "key_padding_mask", batch=batch, src_len=src_len)
             key, value = _zero_masked(key, key_padding_mask), _zero_masked(value, key_padding_mask)
         q = self._split_heads(self.q_proj(query))
         k = self._split_heads(self.k_proj(key))
@@ -546,7 +295,7 @@ class MultiHeadAttention(nn.Module):
         if key_padding_mask is not None:
             scores = scores.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
         if attn_mask is not None:
-            _check_mask("attn_mask", attn_mask, tgt_len=tgt_len, src_len=src_len)
+            check_mask(attn_mask, "attn_mask", tgt_len=tgt_len, src_len=src_len)
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         weights = self.projection(scores, dim=-1)
         heads = self.dropout(weights) @ v
@@ -581,7 +330,7 @@ class ContextAttention(nn.Module):
             raise ValueError(f"inputs must have shape (..., src_len, input_dim={self.input_dim}), "
                              f"got {tuple(inputs.shape)}")
         if mask is not None:
-            check_mask(mask, "mask", inputs.shape[:-1])
+            check_mask(mask, "mask", *inputs.shape[:-1])
             inputs = _zero_masked(inputs, mask)
         scores = torch.tanh(self.hidden(inputs)) @ self.context_vector
         if mask is not None:
@@ -625,7 +374,7 @@ class HierarchicalAttention(nn.Module):
     def attend_words(self, word_annotations: Tensor, word_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``word_annotations: (batch, n_sents, n_words, input_dim)``, ``word_mask: (batch, n_sents,
         n_words)`` -> ``(sentences: (batch, n_sents, input_dim), word_weights: (batch, n_sents, n_words))``."""
-        _check_shape("word_annotations", word_annotations, batch=None, n_sents=None, n_words=None,
+        check_shape(word_annotations, "word_annotations", batch=None, n_sents=None, n_words=None,
                      input_dim=self.word_attention.input_dim)
         return self.word_attention(word_annotations, word_mask)
 
@@ -633,7 +382,7 @@ class HierarchicalAttention(nn.Module):
                          sentence_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``sentence_annotations: (batch, n_sents, sentence_dim)``, ``sentence_mask: (batch, n_sents)`` ->
         ``(document: (batch, sentence_dim), sentence_weights: (batch, n_sents))``."""
-        _check_shape("sentence_annotations", sentence_annotations, batch=None, n_sents=None,
+        check_shape(sentence_annotations, "sentence_annotations", batch=None, n_sents=None,
                      sentence_dim=self.sentence_attention.input_dim)
         return self.sentence_attention(sentence_annotations, sentence_mask)
 
@@ -669,9 +418,9 @@ class PointerAttention(nn.Module):
         (encoder states ``e_j``), ``mask: (batch, src_len)`` -> ``(probabilities, scores)``, both
         ``(batch, src_len)``: a distribution over input positions (zero where masked) and the masked
         scores ``u`` (−∞ where masked) for the loss."""
-        _check_query_keys(query, keys)
+        check_query_keys(query, keys)
         if mask is not None:
-            _check_mask("mask", mask, batch=keys.shape[0], src_len=keys.shape[1])
+            check_mask(mask, "mask", batch=keys.shape[0], src_len=keys.shape[1])
             keys = _zero_masked(keys, mask)
         scores = self.score(query, keys)
         if mask is not None:

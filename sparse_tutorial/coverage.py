@@ -19,7 +19,7 @@ under-translates (never attends to some words). Coverage keeps a running record 
   predicted fertility ``Φ_j = N · sigmoid(U_f h_j)`` (``C`` is a scalar).
 
 The coverage enters the next attention step through
-:class:`sparse_tutorial.attention.CoverageAdditiveScore` (eq. 21 of Zhang et al.):
+:class:`sparse_tutorial.scores.CoverageAdditiveScore` (eq. 21 of Zhang et al.):
 ``e_{ij} = v_aᵀ tanh(W_a z_i + U_a h_j + V_c C_{i−1,j})``. Every coverage starts at zero.
 
 Shapes: ``weights: (batch, tgt_len, src_len)`` for a whole sequence or ``(batch, src_len)`` for one step;
@@ -30,12 +30,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from sparse_tutorial._validation import check_mask
-
-
-def _check_weights(weights: Tensor) -> None:
-    if weights.dim() != 3:
-        raise ValueError(f"weights must have shape (batch, tgt_len, src_len), got {tuple(weights.shape)}")
+from sparse_tutorial._validation import check_attention_weights, check_mask, check_shape
 
 
 def accumulate_coverage(weights: Tensor) -> Tensor:
@@ -47,7 +42,7 @@ def accumulate_coverage(weights: Tensor) -> Tensor:
     Returns:
         ``coverage: (batch, tgt_len, src_len)``, the exclusive cumulative sum over target steps.
     """
-    _check_weights(weights)
+    check_attention_weights(weights)
     return torch.cat([torch.zeros_like(weights[:, :1]), weights[:, :-1].cumsum(dim=1)], dim=1)
 
 
@@ -80,7 +75,7 @@ def coverage_loss(weights: Tensor, coverage: Tensor | None = None, target_mask: 
         reduction: ``"mean"`` — average over real target tokens (a scalar, 0 if there are none) — or
             ``"none"`` — the per-step values ``(batch, tgt_len)``, zero on padded steps.
     """
-    _check_weights(weights)
+    check_attention_weights(weights)
     if reduction not in ("mean", "none"):
         raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
     if coverage is None:
@@ -93,7 +88,7 @@ def coverage_loss(weights: Tensor, coverage: Tensor | None = None, target_mask: 
     per_step = torch.minimum(weights, coverage).sum(dim=-1)
     if target_mask is None:
         target_mask = torch.ones(per_step.shape, dtype=torch.bool, device=per_step.device)
-    check_mask(target_mask, "target_mask", per_step.shape)
+    check_mask(target_mask, "target_mask", *per_step.shape)
     per_step = per_step.masked_fill(~target_mask, 0.0)
     if reduction == "none":
         return per_step
@@ -112,7 +107,7 @@ class NeuralCoverage(nn.Module):
         query_dim: size of the decoder state ``z_i``.
         key_dim: size of the source annotation ``h_j``.
         coverage_dim: size of the coverage vector ``C_{i,j}``; use the same value in
-            :class:`~sparse_tutorial.attention.CoverageAdditiveScore`.
+            :class:`~sparse_tutorial.scores.CoverageAdditiveScore`.
     """
 
     def __init__(self, query_dim: int, key_dim: int, coverage_dim: int) -> None:
@@ -134,22 +129,17 @@ class NeuralCoverage(nn.Module):
         Returns:
             ``coverage: (batch, src_len, coverage_dim)``, the updated ``C_i``.
         """
-        batch, src_len, key_dim = keys.shape
-        expected = {
-            "coverage": (coverage, (batch, src_len, self.coverage_dim)),
-            "weights": (weights, (batch, src_len)),
-            "query": (query, (batch, self.query_dim)),
-            "keys": (keys, (batch, src_len, self.key_dim)),
-        }
-        for name, (tensor, shape) in expected.items():
-            if tuple(tensor.shape) != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {tuple(tensor.shape)}")
+        check_shape(keys, "keys", batch=None, src_len=None, key_dim=self.key_dim)
+        batch, src_len = keys.shape[:2]
+        check_shape(coverage, "coverage", batch, src_len, self.coverage_dim)
+        check_shape(weights, "weights", batch, src_len)
+        check_shape(query, "query", batch, self.query_dim)
         inputs = torch.cat([weights.unsqueeze(-1), query.unsqueeze(1).expand(-1, src_len, -1), keys], dim=-1)
         updated = self.cell(inputs.reshape(batch * src_len, -1), coverage.reshape(batch * src_len, -1))
         updated = updated.view(batch, src_len, self.coverage_dim)
         if mask is None:
             return updated
-        check_mask(mask, "mask", torch.Size((batch, src_len)))
+        check_mask(mask, "mask", batch, src_len)
         return torch.where(mask.unsqueeze(-1), updated, coverage)
 
 
@@ -169,18 +159,16 @@ class FertilityCoverage(nn.Module):
 
     def fertility(self, keys: Tensor) -> Tensor:
         """``Φ = N · sigmoid(U_f h)``: ``keys: (batch, src_len, key_dim)`` -> ``(batch, src_len)`` in (0, N)."""
-        if keys.dim() != 3 or keys.shape[-1] != self.key_dim:
-            raise ValueError(f"keys must have shape (batch, src_len, {self.key_dim}), got {tuple(keys.shape)}")
+        check_shape(keys, "keys", batch=None, src_len=None, key_dim=self.key_dim)
         return self.max_fertility * torch.sigmoid(self.fertility_proj(keys)).squeeze(-1)
 
     def forward(self, coverage: Tensor, weights: Tensor, keys: Tensor) -> Tensor:
         """``coverage, weights: (batch, src_len)``, ``keys: (batch, src_len, key_dim)`` -> updated
         ``coverage: (batch, src_len)``. Padded positions have zero weight, so their coverage stays put."""
         fertility = self.fertility(keys)
-        for name, tensor in (("coverage", coverage), ("weights", weights)):
-            if tensor.shape != fertility.shape:
-                raise ValueError(f"{name} must have shape (batch, src_len) = {tuple(fertility.shape)}, "
-                                 f"got {tuple(tensor.shape)}")
+        batch, src_len = fertility.shape
+        check_shape(coverage, "coverage", batch=batch, src_len=src_len)
+        check_shape(weights, "weights", batch=batch, src_len=src_len)
         return coverage + weights / fertility
 
     def extra_repr(self) -> str:

@@ -30,6 +30,8 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
+from sparse_tutorial.training import map_tensors
+
 StepFn = Callable[[Tensor, Any], "tuple[Tensor, Any, Tensor | None]"]
 """``step(tokens, state) -> (log_probs, new_state, attention)``, as described at the top of this module."""
 ReorderFn = Callable[[Any, Tensor], Any]
@@ -53,16 +55,9 @@ class Decoded:
 
 
 def index_state(state: Any, indices: Tensor) -> Any:
-    """Select rows ``indices`` (dim 0) of every tensor in a nested tuple/list/dict state."""
-    if isinstance(state, Tensor):
-        return state.index_select(0, indices)
-    if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(index_state(s, indices) for s in state))
-    if isinstance(state, (list, tuple)):
-        return type(state)(index_state(s, indices) for s in state)
-    if isinstance(state, dict):
-        return {k: index_state(v, indices) for k, v in state.items()}
-    return state
+    """Select rows ``indices`` (dim 0) of every tensor in a nested tuple/list/dict/dataclass state, through
+    :func:`~sparse_tutorial.training.map_tensors`."""
+    return map_tensors(state, lambda tensor: tensor.index_select(0, indices))
 
 
 def _check(batch_size: int, max_len: int) -> None:

@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import seaborn as sns
@@ -33,10 +33,10 @@ import torch
 
 from sparse_tutorial.plotting import PALETTE, _as_matrix
 
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
 __all__ = ["InteractiveFigure", "bars_slider", "simplex_slider", "heatmap_slider"]
+
+PlotlyFigure = Any
+"""A ``plotly.graph_objects.Figure``; plotly is imported only when a figure is built, so it is not named here."""
 
 DECIMALS = 4
 """Weights are stored with this many decimals: enough for the eye and the hover text, and the same on any CPU."""
@@ -78,7 +78,7 @@ class InteractiveFigure:
         div_id: id of the figure's ``<div>`` in the page: fixed, so the stored output is the same at every run.
     """
 
-    figure: go.Figure
+    figure: PlotlyFigure
     div_id: str
 
     def __post_init__(self) -> None:
@@ -97,9 +97,14 @@ class InteractiveFigure:
         return f"<InteractiveFigure {self.div_id!r}: {len(self.figure.data)} traces, {steps} slider steps>"
 
 
+def _round(values: np.ndarray) -> np.ndarray:
+    """``values`` as floats with :data:`DECIMALS` decimals, and ``-0.0`` as ``0.0``."""
+    return np.round(np.asarray(values, dtype=float), DECIMALS) + 0.0
+
+
 def _rounded(values: np.ndarray) -> list:
     """``values`` as (nested) lists of floats with :data:`DECIMALS` decimals: plain JSON, not base64."""
-    return np.round(np.asarray(values, dtype=float), DECIMALS).tolist()
+    return _round(values).tolist()
 
 
 def _step_titles(steps: Mapping, titles: Sequence[str] | None, knob: str, active: int) -> list[str]:
@@ -115,7 +120,7 @@ def _step_titles(steps: Mapping, titles: Sequence[str] | None, knob: str, active
     return list(titles)
 
 
-def _figure(traces: list, title: str, xaxis_title: str, yaxis_title: str) -> go.Figure:
+def _figure(traces: list, title: str, xaxis_title: str, yaxis_title: str) -> PlotlyFigure:
     """A figure in the book's style: white background, light grid, the palette of
     :func:`~sparse_tutorial.plotting.set_style`."""
     go = _plotly()
@@ -133,7 +138,7 @@ def _figure(traces: list, title: str, xaxis_title: str, yaxis_title: str) -> go.
     })
 
 
-def _with_slider(figure: go.Figure, knob: str, updates: Mapping[str, tuple[dict, dict]], active: int,
+def _with_slider(figure: PlotlyFigure, knob: str, updates: Mapping[str, tuple[dict, dict]], active: int,
                  div_id: str, gap: int = 50) -> InteractiveFigure:
     """Add a slider, ``gap`` pixels below the plot, whose step ``label`` runs
     ``Plotly.update(trace_update, layout_update, traces)`` with ``updates[label] = (trace_update, layout_update)``:
@@ -192,7 +197,8 @@ def bars_slider(
     return _with_slider(figure, knob, updates, active, div_id)
 
 
-_ZERO_CLASSES = ("no zero (inside)", "one zero (on an edge)", "two zeros (at a corner)")
+_ZERO_CLASSES = ("inside", "on an edge", "at a corner")
+"""Where a distribution over 3 outcomes lies in the triangle when 0, 1 or 2 of its weights are zero."""
 _CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
 
 
@@ -206,7 +212,9 @@ def simplex_slider(
     """Distributions over 3 outcomes as points of the triangle (the 2-simplex), one slider step per knob value.
 
     The corners are the one-hot distributions (``p₁ = 1`` …); the closer a point lies to a corner, the more
-    weight that outcome has. Points are coloured by how many of their weights are exactly zero.
+    weight that outcome has. Points are coloured by how many of their weights are zero at the
+    :data:`DECIMALS` shown on hover (so a weight found by bisection counts as zero, whichever side of 0 its
+    last bit fell); the legend counts them at each step.
 
     Args:
         steps: slider label → ``(n_points, 3)`` weights (rows on the simplex).
@@ -225,12 +233,14 @@ def simplex_slider(
         matrix = _as_matrix(weights, f"steps[{label!r}]")
         if matrix.shape[1] != 3:
             raise ValueError(f"steps[{label!r}] must have shape (n_points, 3), got {matrix.shape}")
-        zeros = (matrix == 0).sum(1)
-        classes[label] = [_points(matrix[zeros == count]) for count in range(3)]
+        rounded = _round(matrix)
+        zeros = (rounded == 0).sum(1)
+        classes[label] = [_points(rounded[zeros == count], f"{name}: {int((zeros == count).sum())}")
+                          for count, name in enumerate(_ZERO_CLASSES)]
     go = _plotly()
     hover = "p = (%{customdata[0]}, %{customdata[1]}, %{customdata[2]})<extra></extra>"
-    traces = [go.Scatter(mode="markers", name=name, marker={"size": 5 + 4 * count}, hovertemplate=hover, **points)
-              for count, (name, points) in enumerate(zip(_ZERO_CLASSES, list(classes.values())[active]))]
+    traces = [go.Scatter(mode="markers", marker={"size": 5 + 4 * count}, hovertemplate=hover, **points)
+              for count, points in enumerate(list(classes.values())[active])]
     outline = np.vstack([_CORNERS, _CORNERS[:1]])
     traces.append(go.Scatter(x=outline[:, 0].tolist(), y=outline[:, 1].tolist(), mode="lines+text",
                              text=["p₁ = 1", "p₂ = 1", "p₃ = 1", ""],
@@ -239,16 +249,16 @@ def simplex_slider(
     figure = _figure(traces, titles[active], "", "")
     figure.update_layout(xaxis={"visible": False, "range": [-0.1, 1.1]},
                          yaxis={"visible": False, "range": [-0.12, 0.93], "scaleanchor": "x"})
-    updates = {label: ({key: [points[key] for points in by_zeros] for key in ("x", "y", "customdata")},
+    updates = {label: ({key: [points[key] for points in by_zeros] for key in ("x", "y", "customdata", "name")},
                        {"title.text": title})
                for (label, by_zeros), title in zip(classes.items(), titles)}
     return _with_slider(figure, knob, updates, active, div_id)
 
 
-def _points(weights: np.ndarray) -> dict:
-    """Plot coordinates of ``weights: (n, 3)`` in the triangle, and the rounded weights for the hover text."""
+def _points(weights: np.ndarray, name: str) -> dict:
+    """A trace's data: ``weights: (n, 3)`` placed in the triangle, the weights for the hover text, its name."""
     xy = weights @ _CORNERS
-    return {"x": _rounded(xy[:, 0]), "y": _rounded(xy[:, 1]), "customdata": _rounded(weights)}
+    return {"x": _rounded(xy[:, 0]), "y": _rounded(xy[:, 1]), "customdata": weights.tolist(), "name": name}
 
 
 def heatmap_slider(

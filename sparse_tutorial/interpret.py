@@ -25,6 +25,7 @@ from scipy.stats import kendalltau
 from torch import Tensor
 
 from sparse_tutorial.models.classifier import AttentionClassifier
+from sparse_tutorial.regularizers import entropy
 
 POSITIVE, NEGATIVE, NEUTRAL, UNCLASSIFIED = 1, -1, 0, 2
 
@@ -191,18 +192,17 @@ def leave_one_out_importance(model: AttentionClassifier, token_ids: Tensor, mask
 
 
 def normalized_entropy(distribution: Tensor, mask: Tensor | None = None) -> Tensor:
-    """``H̃(p) = −Σ p log p / log n`` over the ``n`` kept positions of the last dim, in [0, 1].
+    """``H̃(p) = H(p) / log n``: the :func:`~sparse_tutorial.regularizers.entropy` of the last dim divided by
+    its largest value, ``log n`` over the ``n`` kept positions, so it lies in [0, 1].
 
-    ``distribution: (..., seq_len)``; ``mask`` (same shape, True = kept) sets ``n``. A row with ``n ≤ 1``
-    has no uncertainty to measure and gets 0.
+    ``distribution: (..., seq_len)``; ``mask`` (same shape, True = kept) sets ``n`` and zeroes the rest. A row
+    with ``n ≤ 1`` has no uncertainty to measure and gets 0. Returns ``(...)``.
     """
     if mask is None:
         mask = torch.ones_like(distribution, dtype=torch.bool)
-    p = distribution.masked_fill(~mask, 0.0)
-    plogp = torch.where(p > 0, p * p.clamp(min=1e-30).log(), torch.zeros_like(p))
-    n = mask.sum(-1).to(p.dtype)
-    max_entropy = n.clamp(min=2).log()
-    return torch.where(n > 1, -plogp.sum(-1) / max_entropy, torch.zeros_like(n))
+    n = mask.sum(-1).to(distribution.dtype)
+    plain = entropy(distribution.masked_fill(~mask, 0.0), dim=-1)
+    return torch.where(n > 1, plain / n.clamp(min=2).log(), torch.zeros_like(n))
 
 
 def kendall_tau_b(x: Tensor | np.ndarray, y: Tensor | np.ndarray) -> float:

@@ -31,6 +31,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 from torch import Tensor
 
+from sparse_tutorial._validation import check_attention_weights, check_mask
 from sparse_tutorial.regularizers import entropy
 
 References = Union[Sequence[str], Sequence[Sequence[str]]]
@@ -122,17 +123,19 @@ def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]],
 def attention_entropy_per_token(weights: Tensor | Sequence[Tensor], target_mask: Tensor | None = None) -> float:
     """Mean entropy (nats) of the attention distributions over all real target tokens.
 
+    The :func:`~sparse_tutorial.regularizers.entropy` of each row, averaged. Unlike
+    :func:`~sparse_tutorial.regularizers.entropy_penalty` (the same mean as a training loss term) it also
+    takes the ragged matrices of decoding, returns a float and refuses an input without a target token.
+
     Args:
         weights: ``(batch, tgt_len, src_len)`` with ``target_mask: (batch, tgt_len)`` (True = real token),
             or a list of ``(tgt_len_i, src_len_i)`` matrices (e.g. from decoding), every row counted.
     """
     if isinstance(weights, Tensor):
-        if weights.dim() != 3:
-            raise ValueError(f"weights must be (batch, tgt_len, src_len), got shape {tuple(weights.shape)}")
+        check_attention_weights(weights)
         rows = entropy(weights, dim=-1)
         if target_mask is not None:
-            if target_mask.shape != rows.shape:
-                raise ValueError(f"target_mask must have shape {tuple(rows.shape)}, got {tuple(target_mask.shape)}")
+            check_mask(target_mask, "target_mask", *rows.shape)
             rows = rows[target_mask]
     else:
         rows = torch.cat([entropy(w, dim=-1).reshape(-1) for w in weights])

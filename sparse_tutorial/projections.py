@@ -266,11 +266,12 @@ def _sparsemax_vjp(support: Tensor, support_size: Tensor, grad_output: Tensor) -
     return grad - support * mean
 
 
-def _entmax15_vjp(sqrt_weights: Tensor, grad_output: Tensor) -> Tensor:
-    """``g ⊙ v − (Σ g ⊙ v / Σ g) g`` with ``g = sqrt(p)`` for rows ``(rows, k)`` (zero off the support)."""
-    grad = _off_support_zero(grad_output, sqrt_weights)
-    norm = sqrt_weights.sum(1, keepdim=True).clamp_min(torch.finfo(sqrt_weights.dtype).tiny)
-    return grad - sqrt_weights * (grad.sum(1, keepdim=True) / norm)
+def _entmax_vjp(slopes: Tensor, grad_output: Tensor) -> Tensor:
+    """``g ⊙ v − (Σ g ⊙ v / Σ g) g`` for rows ``(rows, k)``: the vector-Jacobian product of α-entmax, whose
+    ``g = p^(2−α)`` (zero off the support) is ``sqrt(p)`` for 1.5-entmax (Peters et al. 2019, Proposition 3)."""
+    grad = _off_support_zero(grad_output, slopes)
+    norm = slopes.sum(1, keepdim=True).clamp_min(torch.finfo(slopes.dtype).tiny)
+    return grad - slopes * (grad.sum(1, keepdim=True) / norm)
 
 
 class SparsemaxFunction(torch.autograd.Function):
@@ -412,8 +413,8 @@ class Entmax15Function(torch.autograd.Function):
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
         sqrt_weights, index, weights = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph: g = sqrt(p) of the saved output, so that p's own
-            return _entmax15_vjp(weights.sqrt(), grad_output), None  # dependence on x is differentiated
-        grad = _entmax15_vjp(sqrt_weights, _gather_candidates(grad_output, index))
+            return _entmax_vjp(weights.sqrt(), grad_output), None  # dependence on x is differentiated
+        grad = _entmax_vjp(sqrt_weights, _gather_candidates(grad_output, index))
         return _scatter_candidates(grad, index, grad_output.shape), None
 
 
@@ -455,7 +456,7 @@ class KernelFunction(torch.autograd.Function):
         if ctx.projection == "sparsemax":
             support = (weights > 0).to(weights.dtype)
             return _sparsemax_vjp(support, support.sum(1, keepdim=True), grad_output), None
-        return _entmax15_vjp(weights.sqrt(), grad_output), None
+        return _entmax_vjp(weights.sqrt(), grad_output), None
 
 
 def _use_kernel(x: Tensor) -> bool:

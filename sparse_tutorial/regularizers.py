@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor
 
-from sparse_tutorial._validation import check_floating, check_mask
+from sparse_tutorial._validation import check_attention_weights, check_floating, check_mask
 
 
 def l1_norm(weights: Tensor, dim: int = -1) -> Tensor:
@@ -73,52 +73,35 @@ def entropy(weights: Tensor, dim: int = -1) -> Tensor:
     return -torch.where(positive, weights * safe.log(), 0.0).sum(dim)
 
 
-def _per_token_mean(per_token: Tensor, weights: Tensor, target_mask: Optional[Tensor]) -> Tensor:
-    """Mean of ``per_token: (batch, tgt_len)`` over the real target tokens (all tokens if no mask)."""
+def _per_token_mean(per_token: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
+    """Mean of ``per_token: (batch, tgt_len)`` over the real target tokens, ``target_mask: (batch, tgt_len)``
+    (True = real; None = every token counts); 0 when there is none."""
     if target_mask is None:
         return per_token.mean()
-    check_mask(target_mask, "target_mask", weights.shape[:-1])
+    check_mask(target_mask, "target_mask", *per_token.shape)
     kept = torch.where(target_mask, per_token, 0.0)
     return kept.sum() / target_mask.sum().clamp_min(1)
 
 
-def _check_weights(weights: Tensor) -> None:
-    check_floating(weights, "weights")
-    if weights.dim() != 3:
-        raise ValueError(f"weights must have shape (batch, tgt_len, src_len), got {tuple(weights.shape)}")
-
-
 def entropy_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """Minimum-entropy regularizer: mean entropy of the attention per real target token (scalar).
-
-    Args:
-        weights: ``(batch, tgt_len, src_len)``.
-        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
-    """
-    _check_weights(weights)
-    return _per_token_mean(entropy(weights), weights, target_mask)
+    """Minimum-entropy regularizer (eq. 15): the mean entropy of the attention per real target token, a
+    scalar; ``weights: (batch, tgt_len, src_len)``, ``target_mask: (batch, tgt_len)`` or None (all count)."""
+    check_attention_weights(weights)
+    return _per_token_mean(entropy(weights), target_mask)
 
 
 def linf_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """Maximum-L∞ regularizer: ``−mean max_j α_j`` per real target token (scalar; minimising raises peaks).
-
-    Args:
-        weights: ``(batch, tgt_len, src_len)``.
-        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
-    """
-    _check_weights(weights)
-    return -_per_token_mean(linf_norm(weights), weights, target_mask)
+    """Maximum-L∞ regularizer (eq. 14): ``−mean max_j α_j`` per real target token, a scalar (minimising it
+    raises the peaks); shapes as for :func:`entropy_penalty`."""
+    check_attention_weights(weights)
+    return -_per_token_mean(linf_norm(weights), target_mask)
 
 
 def l1_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """L1 regularizer: mean ``‖α‖₁`` per real target token (scalar) — 1 on the simplex, so it does nothing.
-
-    Args:
-        weights: ``(batch, tgt_len, src_len)``.
-        target_mask: ``(batch, tgt_len)`` bool, True = real target token; None = all tokens count.
-    """
-    _check_weights(weights)
-    return _per_token_mean(l1_norm(weights), weights, target_mask)
+    """L1 regularizer (eq. 13): mean ``‖α‖₁`` per real target token, a scalar — 1 on the simplex, so it does
+    nothing; shapes as for :func:`entropy_penalty`."""
+    check_attention_weights(weights)
+    return _per_token_mean(l1_norm(weights), target_mask)
 
 
 PENALTIES: dict[str, Callable[..., Tensor]] = {

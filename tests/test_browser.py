@@ -213,6 +213,7 @@ INTERACTIVE_FIGURES = {
     "linf-vs-entropy": ("book/part1/04_min_entropy.html", 3),
     "temperature-slider": ("book/part1/05_temperature_gumbel.html", 3),
     "sparsegen-simplex": ("book/part1/06_sparsemax.html", 4),
+    "alpha-entmax-simplex": ("book/part1/06_sparsemax.html", 4),
     "stored-heatmaps": ("book/part2/09_sparse_nmt.html", 1),
 }
 """Element id of each interactive figure → its page and number of traces."""

@@ -24,15 +24,11 @@ files inside it, so the editable install of the repository there stays inactive.
 the Makefile's (Colab's numpy 2.1, torch 2.11) cannot be installed here: torch is pinned to 2.13.0 on this
 project's machines and the test must run offline. That is a documented decision, not an oversight.
 """
-import ast
-import importlib.metadata
 import json
 import os
-import re
 import subprocess
 import sys
 import sysconfig
-import tomllib
 import zipfile
 from pathlib import Path
 
@@ -48,8 +44,6 @@ RESULTS = sorted((BOOK / "results").glob("*.json"))
 NOTEBOOKS = sorted(path for path in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 STORED = "stored-results"
 CHAPTER_TIMEOUT = 300  # seconds for one chapter's set-up and stored-results cells (about 10 s on 2 cores)
-BOOK_ONLY_DEPENDENCIES = {"pandas", "sympy"}
-"""Declared in pyproject.toml but imported by the chapters only: their first cell installs just this package."""
 
 
 def tags(cell: nbformat.NotebookNode) -> set[str]:
@@ -114,29 +108,6 @@ def test_cells_reading_stored_results_are_tagged_and_compared(path):
                          ids=lambda path: path.stem)
 def test_experiment_chapters_show_stored_results(path):
     assert any(STORED in tags(cell) for cell in code_cells(path)), f"{path.name} has no {STORED!r} cell"
-
-
-def _distribution_name(requirement: str) -> str:
-    return re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9._-]+", requirement).group()).lower()
-
-
-def test_the_library_imports_exactly_its_dependencies():
-    imported = set()
-    for path in (REPO_ROOT / "sparse_tutorial").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                imported.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                imported.add(node.module.split(".")[0])
-    third_party = imported - set(sys.stdlib_module_names) - {"sparse_tutorial"}
-    distributions = importlib.metadata.packages_distributions()
-    unknown = {name for name in third_party if name not in distributions}
-    assert not unknown, f"the library imports modules no installed distribution provides: {unknown}"
-    needed = {_distribution_name(dist) for name in third_party for dist in distributions[name]}
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = {_distribution_name(requirement) for requirement in project["dependencies"]}
-    assert needed <= declared, f"imported by the library but not in its dependencies: {needed - declared}"
-    assert declared - needed == BOOK_ONLY_DEPENDENCIES, "pyproject.toml's dependencies are not what the library imports"
 
 
 @pytest.fixture(scope="module")

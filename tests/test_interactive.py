@@ -90,18 +90,26 @@ def test_bars_slider_rejects_bad_input_by_name(kwargs, message):
         bars_slider(div_id="bad", knob="T", **kwargs)
 
 
-def test_simplex_slider_puts_each_point_by_its_zeros():
+def test_simplex_slider_puts_each_point_by_its_zeros_and_counts_them():
     weights = torch.tensor([[0.5, 0.25, 0.25], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
     figure = simplex_slider({"0": weights, "0.9": torch.eye(3)}, "simplex", "λ").figure
     inside, edge, corner, outline = figure.data
-    assert [len(trace.x) for trace in (inside, edge, corner)] == [1, 1, 2]
+    assert [trace.name for trace in (inside, edge, corner)] == ["inside: 1", "on an edge: 1", "at a corner: 2"]
     assert (inside.x[0], inside.y[0]) == (0.375, 0.2165)  # 0.25 * (1, 0) + 0.25 * (0.5, √3/2)
     assert list(corner.customdata) == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
     assert (corner.x, corner.y) == ((0.5, 1.0), (0.866, 0.0))
     assert outline.hoverinfo == "skip" and not outline.showlegend
     traces, _, updated = figure.layout.sliders[0].steps[1].args
     assert [len(x) for x in traces["x"]] == [0, 0, 3]  # the identity: three one-hot points
+    assert traces["name"] == ["inside: 0", "on an edge: 0", "at a corner: 3"]
     assert updated == (0, 1, 2)  # not the outline, which a step would otherwise overwrite with points
+
+
+def test_simplex_slider_counts_a_weight_as_zero_when_it_shows_as_zero():
+    bisected = torch.tensor([[0.6, 0.4 - 1e-12, 1e-12], [0.6, 0.4 + 1e-12, -0.0]])  # the same point, twice
+    edge = simplex_slider({"3": bisected}, "simplex", "α").figure.data[1]
+    assert edge.name == "on an edge: 2" and list(edge.customdata) == [[0.6, 0.4, 0.0], [0.6, 0.4, 0.0]]
+    assert "-0.0" not in simplex_slider({"3": bisected}, "simplex", "α")._repr_html_()
 
 
 def test_simplex_slider_needs_three_outcomes():

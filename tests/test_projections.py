@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparse_tutorial import fused
+from sparse_tutorial.alpha_entmax import alpha_entmax
 from sparse_tutorial.projections import (
     PROJECTIONS,
     Entmax15,
@@ -57,6 +58,11 @@ DETERMINISTIC = {
     "sparsegen": functools.partial(sparsegen_lin, lam=0.4),
     "sparsegen_dense": functools.partial(sparsegen_lin, lam=-2.0),
     "entmax15": entmax15,
+    # α-entmax by bisection (a number α without a closed form, or any tensor α; a tensor α = 1 is softmax):
+    "alpha_entmax_1.25": functools.partial(alpha_entmax, alpha=1.25),
+    "alpha_entmax_3": functools.partial(alpha_entmax, alpha=3.0),
+    "alpha_entmax_tensor_1.5": functools.partial(alpha_entmax, alpha=torch.tensor(1.5)),
+    "alpha_entmax_tensor_1": functools.partial(alpha_entmax, alpha=torch.tensor(1.0)),
 }
 ALL = {**DETERMINISTIC, "gumbel": _seeded_gumbel, "gumbel_hard": functools.partial(_seeded_gumbel, hard=True)}
 SPARSE = {"sparsemax": sparsemax, "sparsegen": DETERMINISTIC["sparsegen"], "entmax15": entmax15}

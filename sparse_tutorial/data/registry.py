@@ -3,6 +3,11 @@
 Each corpus module (``ding``, ``rotten_tomatoes``, ...) has ``fetch() -> Provenance`` and
 ``load(seed=0, ...) -> Corpus``. :func:`fetch` skips a corpus already in the cache with intact files
 (SHA-256 checked), so running it twice costs nothing the second time.
+
+Every ``load`` takes ``seed``, the split seed (the sizes the appendix documents are for ``seed=0``);
+``path`` (or ``directory`` for a corpus of several files), files to parse instead of the cached ones (tests
+use fixtures); and ``verbose``, print the provenance line, the parse report and the split sizes. Its own
+docstring names only what else it takes.
 """
 from __future__ import annotations
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import tempfile
 import time
-import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +23,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from sparse_tutorial.data.cache import Provenance, corpus_dir, verify
-from sparse_tutorial.data.corpus import Corpus, ParseReport, split_by_hash
-from sparse_tutorial.data.fetch import WHEEL_PYTHON, pip_download, store
+from sparse_tutorial.data.cache import Provenance
+from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
+from sparse_tutorial.data.fetch import WHEEL_PYTHON, read_wheel, store
 
 NAME = "yeast"
 VERSION = "0.26.1"
@@ -88,30 +86,16 @@ def stack(examples: Sequence[MultiLabelExample]) -> tuple[Tensor, Tensor]:
 def fetch() -> Provenance:
     """``pip download --no-deps river==0.26.1`` (one fixed wheel) and keep ``yeast.csv.gz`` from the zip."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = pip_download(REQUIREMENT, Path(tmp), extra_args=WHEEL_ARGS)
-        with zipfile.ZipFile(wheel) as archive:
-            content = archive.read(MEMBER)
-    return store(NAME, {FILE: content}, SOURCE, VERSION, LICENSE, started, notes={"wheel": wheel.name})
+    contents, wheel = read_wheel(REQUIREMENT, {FILE: MEMBER}, extra_args=WHEEL_ARGS)
+    return store(NAME, contents, SOURCE, VERSION, LICENSE, started, notes={"wheel": wheel})
 
 
 def load(seed: int = 0, path: str | Path | None = None, verbose: bool = True) -> Corpus[MultiLabelExample]:
-    """The yeast examples, split 80/10/10 by ``seed``; ``labels`` = the 14 class names.
-
-    Args:
-        seed: split seed (the documented sizes are for ``seed=0``).
-        path: parse this CSV (plain or ``.gz``) instead of the cached one (tests use fixtures).
-        verbose: print the provenance line and the parse report.
-    """
-    provenance = None if path is not None else verify(NAME)
-    file = Path(path) if path is not None else corpus_dir(NAME) / FILE
-    raw = file.read_bytes()
+    """The yeast examples, split 80/10/10 by ``seed``; ``labels`` = the 14 class names. ``path`` is a CSV, plain
+    or ``.gz`` (the arguments of every loader: :mod:`~sparse_tutorial.data.registry`)."""
+    source = corpus_source(NAME, FILE, path)
+    raw = source.path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     examples, class_names, report = parse(io.StringIO(raw.decode("utf-8")))
-    report.require_examples(f"{NAME} ({file})")
-    train, dev, test = split_by_hash(examples, key=lambda e: str(e.row), seed=seed)
-    corpus = Corpus(NAME, train, dev, test, provenance, report, labels=class_names)
-    if verbose:
-        print(corpus.describe())
-    return corpus
+    return source.corpus(examples, report, key=lambda e: str(e.row), seed=seed, verbose=verbose, labels=class_names)

@@ -23,7 +23,7 @@ never *embeds* an extended id: it is fed ``<unk>`` instead (:meth:`PointerGenera
 
 With ``pointer=False`` the model is the plain attentional baseline (Zhang et al.'s "ABS"): ``P = P_vocab``
 over the fixed vocabulary, and target OOVs must be given as ``<unk>``. With ``coverage=True`` the attention
-score gets the coverage feature (:class:`~sparse_tutorial.attention.CoverageAdditiveScore`); the coverage
+score gets the coverage feature (:class:`~sparse_tutorial.scores.CoverageAdditiveScore`); the coverage
 *loss* lives in :mod:`sparse_tutorial.coverage`.
 
 **Training objective** (:func:`pointer_generator_loss`), per target token and composable as in Zhang et al.'s
@@ -43,10 +43,11 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from sparse_tutorial._validation import check_mask
-from sparse_tutorial.attention import AdditiveScore, Attention, CoverageAdditiveScore
+from sparse_tutorial.attention import Attention
 from sparse_tutorial.coverage import coverage_loss, update_coverage
 from sparse_tutorial.decoding import Decoded, StepFn, beam_search
 from sparse_tutorial.regularizers import entropy_penalty
+from sparse_tutorial.scores import AdditiveScore, CoverageAdditiveScore
 
 _LOG_FLOOR = 1e-12
 """Probabilities are floored here before the log: extended ids absent from a source have P = 0 exactly."""
@@ -202,7 +203,7 @@ class PointerGenerator(nn.Module):
             n_extended: extended vocabulary size, ``≥ vocab_size`` (defaults to ``vocab_size`` + the
                 largest extended id − vocab_size + 1, or ``vocab_size``).
         """
-        check_mask(source_mask, "source_mask", source.shape)
+        check_mask(source_mask, "source_mask", *source.shape)
         lengths = source_mask.sum(dim=1)
         if bool((lengths == 0).any()):
             raise ValueError("source_mask has an empty row: every source needs at least one token")
@@ -391,7 +392,7 @@ def pointer_generator_loss(output: PointerGeneratorOutput, target: Tensor, targe
     if target.shape != output.log_probs.shape[:2]:
         raise ValueError(f"target must be (batch, tgt_len) = {tuple(output.log_probs.shape[:2])}, "
                          f"got {tuple(target.shape)}")
-    check_mask(target_mask, "target_mask", target.shape)
+    check_mask(target_mask, "target_mask", *target.shape)
     if int(target.max()) >= output.log_probs.shape[-1]:
         raise ValueError(f"target has id {int(target.max())} beyond the model's {output.log_probs.shape[-1]} outputs; "
                          "map it with PointerGenerator.output_ids")

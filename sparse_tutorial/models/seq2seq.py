@@ -11,7 +11,7 @@ through :class:`sparse_tutorial.attention.Attention` with any projection (softma
 sparsemax, ...), the attentional vector ``ẑ_i = tanh(W_c [z^l_i; c_i])`` (eq. 5) and
 ``p(y_i) = softmax(W ẑ_i)`` (eq. 4). Optional coverage (eqs. 21-22): Tu et al.'s neural coverage
 (:class:`~sparse_tutorial.coverage.NeuralCoverage`) or See et al.'s accumulated attention, fed to the score
-through :class:`~sparse_tutorial.attention.CoverageAdditiveScore`. Dropout on embeddings, between layers
+through :class:`~sparse_tutorial.scores.CoverageAdditiveScore`. Dropout on embeddings, between layers
 and before the output layer.
 
 The decoder's initial hidden states are ``tanh(W_init · mean_j h^m_j)`` (one per layer; cells start at
@@ -30,10 +30,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from sparse_tutorial.attention import AdditiveScore, Attention, CoverageAdditiveScore
+from sparse_tutorial.attention import Attention
 from sparse_tutorial.coverage import NeuralCoverage, coverage_loss, update_coverage
 from sparse_tutorial.decoding import Decoded, beam_search, greedy_decode
-from sparse_tutorial.regularizers import PENALTIES, entropy
+from sparse_tutorial.regularizers import PENALTIES, entropy_penalty
+from sparse_tutorial.scores import AdditiveScore, CoverageAdditiveScore
 
 COVERAGES = (None, "neural", "accumulated")
 """Coverage models: none, Tu et al.'s neural coverage (eq. 22), See et al.'s accumulated attention."""
@@ -288,6 +289,6 @@ def seq2seq_loss(model: Seq2Seq, batch: TranslationBatch, penalty: str | None = 
         cov = coverage_loss(attention, target_mask=mask)
         loss = loss + coverage_weight * cov
     with torch.no_grad():
-        ent = (entropy(attention.detach()) * mask).sum() / tokens.clamp(min=1)
+        ent = entropy_penalty(attention.detach(), mask)
     return loss, {"nll": nll.item(), "penalty": reg.item(), "coverage_loss": cov.item(), "entropy": ent.item(),
                   "tokens": float(tokens.item())}
