@@ -31,9 +31,9 @@ import numpy as np
 import seaborn as sns
 import torch
 
-from sparse_tutorial.plotting import PALETTE, _as_matrix
+from sparse_tutorial.plotting import ATTENTION_CMAP, PALETTE, _as_matrix
 
-__all__ = ["InteractiveFigure", "bars_slider", "simplex_slider", "heatmap_slider"]
+__all__ = ["InteractiveFigure", "bars_slider", "simplex_slider", "heatmap_slider", "DECIMALS", "HEIGHT"]
 
 PlotlyFigure = Any
 """A ``plotly.graph_objects.Figure``; plotly is imported only when a figure is built, so it is not named here."""
@@ -89,7 +89,7 @@ class InteractiveFigure:
         from plotly.io import to_json
         from plotly.offline import get_plotlyjs_version
 
-        return _HTML.format(div_id=self.div_id, height=self.figure.layout.height, figure=to_json(self.figure),
+        return _HTML.format(div_id=self.div_id, height=self.figure.layout.height or HEIGHT, figure=to_json(self.figure),
                             config=json.dumps(_CONFIG), version=get_plotlyjs_version())
 
     def __repr__(self) -> str:
@@ -133,7 +133,7 @@ def _figure(traces: list, title: str, xaxis_title: str, yaxis_title: str) -> Plo
         "xaxis": {"title": {"text": xaxis_title}},
         "yaxis": {"title": {"text": yaxis_title}},
         "height": HEIGHT,
-        "margin": {"t": 60, "b": 40},
+        "margin": {"t": 60},  # the bottom margin leaves room for the slider (_with_slider)
         "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
     })
 
@@ -299,7 +299,7 @@ def heatmap_slider(
     from plotly.colors import sequential
 
     data, axes = list(maps.values())[active]
-    heatmap = go.Heatmap(**data, colorscale=sequential.Blues, zmin=0, zmax=1, xgap=1, ygap=1,
+    heatmap = go.Heatmap(**data, colorscale=getattr(sequential, ATTENTION_CMAP), zmin=0, zmax=1, xgap=1, ygap=1,
                          colorbar={"title": {"text": "weight"}},
                          hovertemplate="source: %{customdata[0]}<br>target: %{customdata[1]}<br>"
                                        "weight: %{z:.3f}<extra></extra>")

@@ -238,7 +238,8 @@ def test_interactive_figure_is_drawn_and_its_slider_changes_it(figure_pages, div
     assert figure and "error" not in figure, f"{page}: figure {div_id!r} missing or broken: {figure}"
     assert figure["traces"] == traces and figure["drawn"] == traces, figure
     assert figure["steps"] >= 2, figure
-    assert figure["active_after"] == figure["clicked"] != figure["active"], f"the click did not move the slider: {figure}"
+    moved = figure["active_after"] == figure["clicked"] != figure["active"]
+    assert moved, f"the click did not move the slider: {figure}"
     assert figure["changed"] and figure["title_after"] != figure["title"], f"the slider step changed nothing: {figure}"
 
 

@@ -152,6 +152,12 @@ def test_interactive_figure_checks_its_id_when_built_directly():
         InteractiveFigure(figure, "not ok")
 
 
+def test_building_a_figure_without_plotly_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # what a missing package looks like to import
+    with pytest.raises(ImportError, match="interactive figures need plotly: pip install plotly"):
+        bars_slider({"1": ROWS}, "no-plotly", "T")
+
+
 class FakeApp:
     """What the extension uses of a Sphinx application."""
 
