@@ -304,7 +304,8 @@ def heatmap_slider(
                          hovertemplate="source: %{customdata[0]}<br>target: %{customdata[1]}<br>"
                                        "weight: %{z:.3f}<extra></extra>")
     figure = _figure([heatmap], titles[active], "source", "target")
-    figure.update_layout(axes | {"yaxis.autorange": "reversed", "xaxis.tickangle": -45})
+    figure.update_layout(axes | {"yaxis.autorange": "reversed", "xaxis.tickangle": -45, "yaxis.automargin": True,
+                                 "xaxis.automargin": True})
     updates = {label: ({key: [value] for key, value in data.items()}, axes | {"title.text": title})
                for (label, (data, axes)), title in zip(maps.items(), titles)}
     return _with_slider(figure, knob, updates, active, div_id, gap=110)
