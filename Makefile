@@ -13,6 +13,8 @@ PY      := $(VENV)/bin/python
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.installed
 # Math is typeset by a copy of MathJax 3 served with the book (no CDN); see _config.yml.
+# plotly.js, for the interactive figures, is served with the book too: the build copies the one that the
+# plotly package of requirements.txt ships (book/_ext/interactive_figures.py), so it needs no fetch here.
 MATHJAX_VERSION ?= 3.2.2
 MATHJAX := .mathjax/mathjax/es5/tex-chtml.js
 # Seconds one chapter may run in `make book` before the build fails.

@@ -15,7 +15,10 @@ import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 
-__all__ = ["set_style", "attention_heatmap", "plot_distributions", "ATTENTION_CMAP"]
+__all__ = ["set_style", "attention_heatmap", "plot_distributions", "ATTENTION_CMAP", "PALETTE"]
+
+PALETTE = "colorblind"
+"""Colour palette of every figure, static (seaborn) and interactive (:mod:`sparse_tutorial.interactive`)."""
 
 ATTENTION_CMAP = "Blues"
 """Colour map of every attention heatmap; white is zero weight, so exact zeros of sparse maps stand out."""
@@ -26,7 +29,7 @@ def set_style() -> None:
     sns.set_theme(
         context="notebook",
         style="whitegrid",
-        palette="colorblind",
+        palette=PALETTE,
         rc={
             "figure.figsize": (6.4, 4.0),
             "figure.dpi": 100,

@@ -1,6 +1,8 @@
 """The built book renders in a real browser: headless Chromium loads the intro, the first Part I chapter and
 the API reference from a local web server (no network), and checks from the live DOM that MathJax typeset
-every formula, every image loaded, and the chapter's launch link opens its .ipynb on Colab.
+every formula, every image loaded, and the chapter's launch link opens its .ipynb on Colab. On the chapters
+with interactive figures (:mod:`sparse_tutorial.interactive`) it checks that plotly.js came from the book
+itself, that each figure is drawn, that a click on its slider changes what it shows, and what a hover shows.
 
 The pages are loaded in a same-origin iframe of a small probe page served next to the book; once MathJax
 has finished and every image has settled, the probe writes what it found as JSON into its own DOM, which
@@ -20,6 +22,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from plotly.offline import get_plotlyjs_version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from book_tools import REPO_ROOT, toc_notebooks  # noqa: E402
@@ -63,8 +66,36 @@ frame.onload = async () => {
   result.colab = [...doc.querySelectorAll("a[href*='colab.research.google.com']")].map(a => a.href);
   result.api_entries = doc.querySelectorAll("dl.py").length;
   result.title = doc.title;
+  result.plotly = win.Plotly ? win.Plotly.version : null;
+  result.foreign_scripts = [...doc.scripts].map(s => s.src).filter(src => src && !src.startsWith(location.origin));
+  result.figures = {};
+  for (const figure of doc.querySelectorAll(".plotly-graph-div")) {
+    try { result.figures[figure.id] = await playWith(win, figure); }
+    catch (error) { result.figures[figure.id] = {error: String(error)}; }
+  }
   document.getElementById("result").textContent = JSON.stringify(result);
 };
+// What a reader does with an interactive figure: look at it, click another step of its slider, hover a point.
+async function playWith(win, figure) {
+  const shown = () => JSON.stringify(figure.data.map(trace => [trace.x, trace.y, trace.z]));
+  const state = {drawn: figure.querySelectorAll(".main-svg .trace, .main-svg .hm").length, traces: figure.data.length,
+                 steps: figure.layout.sliders[0].steps.length, active: figure.layout.sliders[0].active,
+                 title: figure.layout.title.text};
+  const before = shown();
+  const target = state.active === 0 ? state.steps - 1 : 0;
+  const tick = figure.querySelectorAll("rect.slider-tick-rect")[target].getBoundingClientRect();
+  const rail = figure.querySelector("rect.slider-rail-touch-rect").getBoundingClientRect();
+  const at = {bubbles: true, view: win, clientX: tick.left + tick.width / 2, clientY: rail.top + rail.height / 2};
+  figure.querySelector("rect.slider-rail-touch-rect").dispatchEvent(new win.MouseEvent("mousedown", at));
+  figure.dispatchEvent(new win.MouseEvent("mouseup", at));
+  await new Promise(done => setTimeout(done, 1000));  // the step's Plotly.update runs at the next frame
+  Object.assign(state, {clicked: target, active_after: figure.layout.sliders[0].active, changed: shown() !== before,
+                        title_after: figure.layout.title.text});
+  const trace = figure.data.findIndex(t => t.hoverinfo !== "skip" && (t.z || t.y || []).length > 0);
+  win.Plotly.Fx.hover(figure, figure.data[trace].z ? {xval: 0, yval: 0} : [{curveNumber: trace, pointNumber: 0}]);
+  state.hover = figure.querySelector(".hoverlayer").textContent;
+  return state;
+}
 frame.src = page;
 document.body.appendChild(frame);
 </script></body></html>
@@ -176,3 +207,52 @@ def test_screenshot_of_a_chapter(server, tmp_path):
     chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", f"--screenshot={shot}", f"{server}/{PAGES['part1']}")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000, "the screenshot is nearly empty"
+
+
+INTERACTIVE_FIGURES = {
+    "linf-vs-entropy": ("book/part1/04_min_entropy.html", 3),
+    "temperature-slider": ("book/part1/05_temperature_gumbel.html", 3),
+    "sparsegen-simplex": ("book/part1/06_sparsemax.html", 4),
+    "alpha-entmax-simplex": ("book/part1/06_sparsemax.html", 4),
+    "stored-heatmaps": ("book/part2/09_sparse_nmt.html", 1),
+}
+"""Element id of each interactive figure → its page and number of traces."""
+
+
+@pytest.fixture(scope="module")
+def figure_pages(server) -> dict:
+    return {page: probe(server, page) for page in sorted({page for page, _ in INTERACTIVE_FIGURES.values()})}
+
+
+@pytest.mark.parametrize("page", sorted({page for page, _ in INTERACTIVE_FIGURES.values()}))
+def test_plotly_is_served_with_the_book(figure_pages, page):
+    result = figure_pages[page]
+    assert result["plotly"] == get_plotlyjs_version(), f"not the plotly.js of the plotly package on {page}: {result}"
+    assert result["foreign_scripts"] == [], f"{page} loads scripts from elsewhere: {result['foreign_scripts']}"
+
+
+@pytest.mark.parametrize("div_id", INTERACTIVE_FIGURES)
+def test_interactive_figure_is_drawn_and_its_slider_changes_it(figure_pages, div_id):
+    page, traces = INTERACTIVE_FIGURES[div_id]
+    figure = figure_pages[page]["figures"].get(div_id)
+    assert figure and "error" not in figure, f"{page}: figure {div_id!r} missing or broken: {figure}"
+    assert figure["traces"] == traces and figure["drawn"] == traces, figure
+    assert figure["steps"] >= 2, figure
+    moved = figure["active_after"] == figure["clicked"] != figure["active"]
+    assert moved, f"the click did not move the slider: {figure}"
+    assert figure["changed"] and figure["title_after"] != figure["title"], f"the slider step changed nothing: {figure}"
+
+
+def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):
+    page, _ = INTERACTIVE_FIGURES["stored-heatmaps"]
+    figure = figure_pages[page]["figures"]["stored-heatmaps"]
+    shown = json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text(encoding="utf-8"))["heatmaps"]
+    system = list(shown)[figure["clicked"]]  # the hover comes after the click: the first cell of that system's map
+    first = f"source: {shown[system]['source'][0]}target: {shown[system]['output'][0]}"
+    assert figure["hover"] == f"{first}weight: {shown[system]['attention'][0][0]:.3f}", figure
+
+
+def test_bar_hover_shows_the_weight(figure_pages):
+    page, _ = INTERACTIVE_FIGURES["temperature-slider"]
+    hover = figure_pages[page]["figures"]["temperature-slider"]["hover"]
+    assert re.fullmatch(r"softmax[01]\.\d{4}", hover), hover
