@@ -4,6 +4,7 @@ import sys
 import types
 
 import pytest
+import torch
 
 from sparse_tutorial.experiments import available, load_results, run_experiment, runner
 from sparse_tutorial.experiments.__main__ import main
@@ -55,38 +56,27 @@ def test_command_line(fake_experiment, tmp_path, capsys, monkeypatch):
     assert load_results("fake", tmp_path)["scores"] == [0, 1]
 
 
-def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch):
-    """The whole chapter-9 pipeline on a copy task: every number is there and the robust claims hold."""
+def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
+    """The whole chapter-9 pipeline on a reversal task: every number is there and the robust claims hold."""
     from dataclasses import replace
-
-    import torch
 
     from sparse_tutorial.experiments import nmt
 
-    words = [f"w{i}" for i in range(12)]
-    g = torch.Generator().manual_seed(0)
-
-    def pair():
-        src = [words[int(i)] for i in torch.randint(0, 12, (int(torch.randint(3, 6, (1,), generator=g)),),
-                                                  generator=g)]
-        return nmt.Pair(src, src[::-1], [src[::-1]])
-
-    train, dev, test = [pair() for _ in range(64)], [pair() for _ in range(8)], [pair() for _ in range(12)]
-    data = nmt.build_data(train, dev, test, 1, {"name": "toy"})
-    aligned = [nmt.AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))},
-                               set()) for p in train[:40]]
-    tiny = replace(nmt.SIZES["quick"], embed_dim=8, hidden_dim=8, epochs=2, batch_size=16, beam_size=2,
-                   systems=("NMT", "+Sparsemax", "+Entropy"), lambdas=(0.01, 0.08))
+    data, alignment, sizes = toy_translation
+    tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"), penalty_weights=(0.01, 0.08))
     monkeypatch.setitem(nmt.SIZES, "quick", tiny)
-    out = nmt.run("quick", seeds=2, data=data, alignment=(aligned[8:], aligned[:8], {"name": "toy"}), n_examples=2)
-    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy"}
+    out = nmt.run("quick", seeds=2, data=data, alignment=alignment, n_examples=2)
+    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"}
     assert len(out["per_seed"]["NMT"]) == 2 and out["p_values_vs_baseline"]["NMT"] == [None, None]
+    # a row outside the headline systems runs with sweep_seeds (1) seeds only, and says so
+    assert out["table"]["+Temp 0.1"]["seeds"] == 1 and len(out["p_values_vs_baseline"]["+Temp 0.1"]) == 1
     assert out["table"]["+Sparsemax"]["zero_share"]["mean"] >= 0 and out["table"]["NMT"]["zero_share"]["mean"] == 0
-    assert set(out["lambda_sweep"]) == {"0.01", "0.08"}
+    assert set(out["lambda_sweep"]) == {"0.01", "0.08"} and out["lambda_sweep_seeds"] == 1
     assert set(out["training_speed"]) == set(out["table"]) and out["training_speed"]["NMT"]["overhead"] == 0
     assert set(out["alignment"]["scores"]) == {"NMT", "+Entropy"}
     assert 0 <= out["alignment"]["scores"]["NMT"]["aer"]["mean"] <= 1
     assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
+    assert [len(b["dev_bleu"]) for b in out["baselines"]] == [2, 2]  # one dev BLEU per baseline epoch
     assert json.loads(json.dumps(out)) == out
     checks = out["checks"]  # issue 16's results contract
     assert checks["seeds"] == 2 and checks["aer_seeds"] == 2 and set(checks["aer"]) == {"NMT", "+Entropy"}
@@ -97,20 +87,63 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch):
     assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
 
 
-@pytest.mark.parametrize("corpus", ["bible", "ding"])
-def test_translation_data_from_either_corpus(corpus):
+def test_every_system_starts_from_the_same_baseline(toy_translation):
+    """The fine-tuning protocol: each system loads the seed's baseline weights (the coverage model, which the
+    baseline lacks, starts fresh), and the baseline is trained once and then read from its checkpoint."""
+    from sparse_tutorial.experiments import nmt
+
+    data, _, sizes = toy_translation
+    weights, history = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
+    again, _ = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
+    assert all(torch.equal(weights[k], again[k]) for k in weights) and len(history["epochs"]) == sizes.epochs
+    for name in ("NMT", "+Coverage", "+Gumbel"):
+        model = nmt.build_model(nmt.SYSTEMS[name], sizes, len(data.src_vocab), len(data.tgt_vocab))
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        assert not unexpected and all("coverage" in k or k.startswith("eval_attention.") for k in missing)
+    _, history = nmt.finetune(nmt.SYSTEMS["+Coverage"], weights, data, sizes, 0, "cpu")
+    assert 0 < len(history.steps) <= sizes.finetune_steps
+    with pytest.raises(ValueError, match="do not fit"):
+        nmt.finetune(nmt.SYSTEMS["NMT"], {**weights, "extra.weight": torch.zeros(1)}, data, sizes, 0, "cpu")
+
+
+def test_run_system_takes_a_reader_loss(toy_translation):
+    """``run_system(..., loss_fn=...)`` trains with the reader's loss instead of the system's."""
+    from sparse_tutorial.experiments import nmt
+    from sparse_tutorial.models.seq2seq import seq2seq_loss
+
+    data, _, sizes = toy_translation
+    weights, _ = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
+    calls = []
+
+    def my_loss(model, batch):
+        calls.append(1)
+        return seq2seq_loss(model, batch, penalty="entropy", lam=0.5)
+
+    result = nmt.run_system(nmt.SYSTEMS["NMT"], weights, data, sizes, 0, "cpu", loss_fn=my_loss)
+    assert len(calls) == len(result.history.steps) > 0 and "bleu" in result.metrics
+
+
+def test_translation_data_from_both_german_versions():
     from dataclasses import replace
 
     from sparse_tutorial.data import is_fetched
+    from sparse_tutorial.data.subwords import SubwordVocabulary
     from sparse_tutorial.experiments import nmt
+    from sparse_tutorial.experiments.nmt_data import load_translation_data
 
-    if not is_fetched(corpus):
-        pytest.skip(f"corpus {corpus!r} not fetched (python -m sparse_tutorial.data fetch {corpus})")
-    sizes = replace(nmt.SIZES["quick"], corpus=corpus, n_train=300, n_dev=20, n_test=30)
-    data = nmt.load_translation_data(sizes)
-    assert data.corpus["name"] == corpus
+    if not is_fetched("bible"):
+        pytest.skip("corpus 'bible' not fetched (python -m sparse_tutorial.data fetch bible)")
+    corpus = replace(nmt.SIZES["quick"].corpus, n_train=300, n_dev=20, n_test=30)
+    data = load_translation_data(corpus)
+    assert isinstance(data.src_vocab, SubwordVocabulary) and len(data.src_vocab) == corpus.vocab_size
     assert (len(data.train), len(data.dev), len(data.test)) == (300, 20, 30)
     pairs = data.train + data.dev + data.test
-    assert all(len(p.source) <= sizes.max_len and p.target == p.references[0] for p in pairs)
-    assert {len(p.references) for p in pairs} == ({3} if corpus == "bible" else {1})
+    assert all(len(p.source) <= corpus.max_len and len(p.target) <= corpus.max_len for p in pairs)
+    assert {len(p.references) for p in pairs} == {3}
     assert not {tuple(p.source) for p in data.test} & {tuple(p.source) for p in data.train}
+    # both German versions are training sources: some English verse occurs with two different sources
+    sources_of: dict = {}
+    for p in load_translation_data(replace(corpus, n_train=10**6)).train:
+        sources_of.setdefault(tuple(p.target), set()).add(tuple(p.source))
+    assert any(len(sources) == 2 for sources in sources_of.values())
+

@@ -18,11 +18,11 @@ def empty_task_cache():
     classification.cached_task.cache_clear()
 
 
-def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch):
+def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch, toy_translation):
     monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(nmt, "pretrain", no_training)
     monkeypatch.setattr(nmt, "run_system", no_training)
-    pair = nmt.Pair(["a", "b"], ["b", "a"], [["b", "a"]])
-    data = nmt.build_data([pair] * 4, [pair], [pair], 1, {"name": "toy"})
+    data = toy_translation[0]
     with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible_alignments"):
         nmt.run("quick", seeds=1, data=data, device="cpu")
 

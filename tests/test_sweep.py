@@ -11,22 +11,6 @@ from sparse_tutorial.experiments.__main__ import main
 from sparse_tutorial.experiments.sweep import Run, RayMissingError, run_sweep
 
 
-def toy_translation() -> tuple[nmt.TranslationData, nmt.Alignment]:
-    """A reversal task of 64 training pairs, with its gold alignment: a quick-profile run takes a second."""
-    words = [f"w{i}" for i in range(12)]
-    generator = torch.Generator().manual_seed(0)
-
-    def pair() -> nmt.Pair:
-        length = int(torch.randint(3, 6, (1,), generator=generator))
-        source = [words[int(i)] for i in torch.randint(0, 12, (length,), generator=generator)]
-        return nmt.Pair(source, source[::-1], [source[::-1]])
-
-    train, dev, test = [pair() for _ in range(64)], [pair() for _ in range(8)], [pair() for _ in range(12)]
-    aligned = [nmt.AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))},
-                               set()) for p in train[:40]]
-    return nmt.build_data(train, dev, test, 1, {"name": "toy"}), (aligned[8:], aligned[:8], {"name": "toy"})
-
-
 TOY_RUNS = [nmt._system_run("quick", nmt.SYSTEMS[name], seed) for name in ("NMT", "+Sparsemax") for seed in (0, 1)]
 TOY_RUNS += [Run.of("alignment", profile="quick", system="+Entropy", seed=0)]
 
@@ -37,10 +21,10 @@ def without_timings(result: dict) -> dict:
             if key not in ("tokens_per_second", "train_seconds")}
 
 
-def test_runs_give_the_same_numbers_serially_and_in_two_ray_workers(tmp_path):
+def test_runs_give_the_same_numbers_serially_and_in_two_ray_workers(tmp_path, toy_translation):
     ray = pytest.importorskip("ray")
-    data, alignment = toy_translation()
-    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu")
+    data, alignment, sizes = toy_translation
+    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu", sizes=sizes)
     serial = run_sweep(TOY_RUNS, execute, threads_per_run=1, progress=False)
     try:
         parallel = run_sweep(TOY_RUNS, execute, workers=2, threads_per_run=1, run_dir=tmp_path, progress=False)

@@ -1,0 +1,177 @@
+"""The corpora of experiment ``nmt`` (chapters 8-9): Bible German→English in BPE pieces, and the manually
+word-aligned Greek→English verses of Table III.
+
+Translation: the training split holds every verse twice, once from each German version (Elberfelder 1932
+and Schlachter 1951, :mod:`sparse_tutorial.data.bible`) with the World English Bible as target, which
+doubles the training pairs at no cost in test difficulty; dev and test translate the Elberfelder only and
+are scored against all three English versions (WEB, KJV, BBE). One joint BPE model
+(:class:`~sparse_tutorial.data.subwords.SubwordVocabulary`) is learned on the training split's German and
+English sentences. Alignment stays at the word level, because the gold links join words.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple, Protocol, Sequence
+
+from sparse_tutorial.data import CORPORA, Vocabulary, load
+from sparse_tutorial.data.subwords import SubwordVocabulary
+from sparse_tutorial.metrics import corpus_bleu, corpus_chrf
+from sparse_tutorial.models.seq2seq import TranslationBatch, make_batch
+
+BOS_ID, EOS_ID = Vocabulary.bos_id, Vocabulary.eos_id
+ALIGNMENT_CORPUS = "bible_alignments"
+"""The data package's name of the manually word-aligned Greek-English corpus (Table III)."""
+
+
+class TokenVocabulary(Protocol):
+    """What the experiment needs of a vocabulary: :class:`~sparse_tutorial.data.text.Vocabulary` (words) and
+    :class:`~sparse_tutorial.data.subwords.SubwordVocabulary` (pieces) both have it."""
+
+    def encode(self, tokens: Sequence[str]) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> list[str]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Pair(NamedTuple):
+    """A sentence pair: source and target tokens (BPE pieces, or words for alignment) and the reference
+    texts that BLEU scores against."""
+
+    source: list[str]
+    target: list[str]
+    references: list[str]
+
+
+class AlignedPair(NamedTuple):
+    """A pair of word lists with gold alignment: ``(source_index, target_index)`` sure and possible links."""
+
+    source: list[str]
+    target: list[str]
+    sure: set[tuple[int, int]]
+    possible: set[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class CorpusSizes:
+    """Which verses of the corpora a profile uses.
+
+    Attributes:
+        n_train, n_dev, n_test: pairs kept per split (training pairs count both German versions).
+        max_len: pairs longer than this on either side (in pieces) are left out.
+        vocab_size: BPE pieces of the joint vocabulary.
+        german: the German versions that are training sources.
+        n_align_train, n_align_test, max_align_len: the aligned Greek-English verses (words).
+    """
+
+    n_train: int
+    n_dev: int
+    n_test: int
+    max_len: int
+    vocab_size: int
+    german: tuple[str, ...]
+    n_align_train: int
+    n_align_test: int
+    max_align_len: int
+
+
+@dataclass
+class TranslationData:
+    """Splits, vocabularies and provenance of one translation corpus."""
+
+    train: list[Pair]
+    dev: list[Pair]
+    test: list[Pair]
+    src_vocab: TokenVocabulary
+    tgt_vocab: TokenVocabulary
+    corpus: dict[str, Any]
+
+    def batches(self, pairs: Sequence[Pair], batch_tokens: int, shuffle_seed: int | None = None
+                ) -> list[TranslationBatch]:
+        """Length-bucketed batches of ``pairs`` of about ``batch_tokens`` target tokens each (pairs sorted by
+        source then target length, cut into batches, batch order shuffled with ``shuffle_seed``)."""
+        order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i].source), len(pairs[i].target)))
+        chunks, chunk, tokens = [], [], 0
+        for i in order:
+            chunk.append(i)
+            tokens += len(pairs[i].target) + 1
+            if tokens >= batch_tokens:
+                chunks.append(chunk)
+                chunk, tokens = [], 0
+        chunks += [chunk] if chunk else []
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(chunks)
+        return [make_batch([(self.src_vocab.encode(pairs[i].source), self.tgt_vocab.encode(pairs[i].target))
+                            for i in chunk], bos=BOS_ID, eos=EOS_ID) for chunk in chunks]
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        """The text of output ``tokens``: BPE pieces joined, words separated by spaces."""
+        if isinstance(self.tgt_vocab, SubwordVocabulary):
+            return self.tgt_vocab.detokenize(tokens)
+        return " ".join(tokens)
+
+    def bleu(self, outputs: Sequence[Sequence[str]], pairs: Sequence[Pair]) -> float:
+        """Case-insensitive corpus BLEU (sacrebleu, 13a tokenizer) of output tokens against every reference."""
+        return corpus_bleu([self.detokenize(o) for o in outputs], [p.references for p in pairs])
+
+    def chrf(self, outputs: Sequence[Sequence[str]], pairs: Sequence[Pair]) -> float:
+        """Case-insensitive corpus chrF of output tokens against every reference."""
+        return corpus_chrf([self.detokenize(o) for o in outputs], [p.references for p in pairs])
+
+
+def load_translation_data(sizes: CorpusSizes) -> TranslationData:
+    """The Bible pairs of the module docstring, in the corpus's own hash split, pairs longer than
+    ``sizes.max_len`` pieces on either side (first reference) left out, sliced to ``sizes``. Dev and test
+    leave out sources that also occur in the training split (the Bible repeats some verses word for word)."""
+    versions = {german: load("bible", german=german, verbose=False) for german in sizes.german}
+    first = versions[sizes.german[0]]
+    vocab = SubwordVocabulary.train([text for corpus in versions.values() for p in corpus.train
+                                     for text in (p.source, p.targets[0])], sizes.vocab_size)
+
+    def pairs(split: Sequence[Any]) -> list[Pair]:
+        out = []
+        for p in split:
+            source, target = vocab.tokenize(p.source), vocab.tokenize(p.targets[0])
+            if len(source) <= sizes.max_len and len(target) <= sizes.max_len:
+                out.append(Pair(source, target, [t.lower() for t in p.targets]))
+        return out
+
+    train = [pair for corpus in versions.values() for pair in pairs(corpus.train)]
+    random.Random(0).shuffle(train)  # both versions in every slice of the training split
+    seen = {tuple(p.source) for p in train}
+    dev, test = ([p for p in pairs(split) if tuple(p.source) not in seen] for split in (first.dev, first.test))
+    train, dev, test = train[:sizes.n_train], dev[:sizes.n_dev], test[:sizes.n_test]
+    provenance = asdict(first.provenance) if first.provenance is not None else {"name": first.name}
+    info = {**provenance, "parse_report": first.report.line(), "splits_in_corpus": first.sizes(),
+            "german_training_sources": list(sizes.german), "test_source": sizes.german[0],
+            "max_len": sizes.max_len, "pairs_used": {"train": len(train), "dev": len(dev), "test": len(test)},
+            "tokenizer": f"joint sentencepiece BPE, {len(vocab)} pieces, lower-cased"}
+    return TranslationData(train, dev, test, vocab, vocab, info)
+
+
+def word_data(pairs: Sequence[AlignedPair], min_freq: int = 1) -> TranslationData:
+    """Word-level training data from aligned verses (vocabularies from ``pairs``), for the alignment models."""
+    train = [Pair(p.source, p.target, [" ".join(p.target)]) for p in pairs]
+    return TranslationData(train, [], [], Vocabulary.build([p.source for p in train], min_freq),
+                           Vocabulary.build([p.target for p in train], min_freq), {})
+
+
+def load_alignment_data(sizes: CorpusSizes) -> tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None:
+    """Greek→English verses with manual alignments (:mod:`sparse_tutorial.data.bible_alignments`), words
+    lower-cased, verses longer than ``sizes.max_align_len`` left out: (train, test, provenance); test comes
+    from the corpus's test split. ``None`` while the data package has no such corpus."""
+    if ALIGNMENT_CORPUS not in CORPORA:
+        return None
+    corpus = load(ALIGNMENT_CORPUS, verbose=False)
+
+    def convert(verses: Sequence[Any], n: int) -> list[AlignedPair]:
+        out = [AlignedPair([w.lower() for w in v.source_tokens], [w.lower() for w in v.target_tokens],
+                           set(map(tuple, v.sure)), set(map(tuple, v.possible)))
+               for v in verses if max(len(v.source_tokens), len(v.target_tokens)) <= sizes.max_align_len]
+        return out[:n]
+
+    train = convert(corpus.train + corpus.dev, sizes.n_align_train)
+    test = convert(corpus.test, sizes.n_align_test)
+    provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
+    return train, test, {**provenance, "parse_report": corpus.report.line(), "max_len": sizes.max_align_len}
