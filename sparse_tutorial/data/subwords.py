@@ -19,6 +19,8 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 
+import sentencepiece
+
 from sparse_tutorial.data.text import SPECIALS, Vocabulary
 
 PIECE_START = "▁"
@@ -39,8 +41,6 @@ class SubwordVocabulary:
 
     def __init__(self, model_proto: bytes):
         """Wrap a serialized sentencepiece model (``model_proto``, as :meth:`train` makes)."""
-        import sentencepiece  # a library dependency, imported here to keep `import sparse_tutorial.data` fast
-
         self.model_proto = model_proto
         self._processor = sentencepiece.SentencePieceProcessor(model_proto=model_proto)
 
@@ -52,8 +52,6 @@ class SubwordVocabulary:
             ValueError: if ``size`` is below 8 or no sentence is given; sentencepiece's own error when
                 the sentences cannot support ``size`` pieces.
         """
-        import sentencepiece
-
         if size < 8:
             raise ValueError(f"size must be >= 8 pieces, got {size}")
         texts = [s.lower() for s in sentences if s.strip()]
