@@ -90,7 +90,7 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
 def test_every_system_starts_from_the_same_baseline(toy_translation):
     """The fine-tuning protocol: each system loads the seed's baseline weights (the coverage model, which the
     baseline lacks, starts fresh), and the baseline is trained once and then read from its checkpoint."""
-    from sparse_tutorial.experiments import nmt
+    from sparse_tutorial.experiments import nmt_training as nmt
 
     data, _, sizes = toy_translation
     weights, history = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
@@ -108,7 +108,7 @@ def test_every_system_starts_from_the_same_baseline(toy_translation):
 
 def test_run_system_takes_a_reader_loss(toy_translation):
     """``run_system(..., loss_fn=...)`` trains with the reader's loss instead of the system's."""
-    from sparse_tutorial.experiments import nmt
+    from sparse_tutorial.experiments import nmt_training as nmt
     from sparse_tutorial.models.seq2seq import seq2seq_loss
 
     data, _, sizes = toy_translation

@@ -3,7 +3,7 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import classification, explanation, nmt, summarization
+from sparse_tutorial.experiments import classification, explanation, nmt, nmt_training, summarization
 
 
 def no_training(*args, **kwargs):
@@ -20,7 +20,7 @@ def empty_task_cache():
 
 def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch, toy_translation):
     monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(nmt, "pretrain", no_training)
+    monkeypatch.setattr(nmt_training, "pretrain", no_training)
     monkeypatch.setattr(nmt, "run_system", no_training)
     data = toy_translation[0]
     with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible_alignments"):

@@ -10,7 +10,8 @@ runs and how their results combine::
 (:mod:`~sparse_tutorial.experiments.sweep` executes the grid: serially, on local Ray workers or on a
 cluster, storing each run as it finishes). ``assemble`` returns every number the chapter reads
 (JSON-serialisable; include a ``"corpus"`` entry with the data's provenance). A module without ``grid``
-may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one:
+may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one (an
+experiment may keep its parts in modules named after it, ``nmt_data``, ``nmt_claims``, ...):
 :func:`available` lists them, and ``python -m sparse_tutorial.experiments NAME --profile PROFILE
 [--seeds N] [--workers N | --address auto]`` runs one. A module may accept more profile names than
 ``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
@@ -49,10 +50,12 @@ _LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "
 
 
 def available() -> list[str]:
-    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`."""
+    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`. A module ``NAME_PART`` whose
+    ``NAME`` is an experiment is one of its parts (``nmt_data`` of ``nmt``), not an experiment."""
     package = Path(__file__).parent
-    return sorted(m.name for m in pkgutil.iter_modules([str(package)])
-                  if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS)
+    names = {m.name for m in pkgutil.iter_modules([str(package)])
+             if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS}
+    return sorted(name for name in names if name.split("_")[0] == name or name.split("_")[0] not in names)
 
 
 STORED_RESULTS = Path(__file__).resolve().parents[1] / "stored_results"
