@@ -48,10 +48,9 @@ def seed_test(values: Sequence[float], others: Sequence[float]) -> tuple[float, 
     per-seed differences do not vary."""
     n = min(len(values), len(others))
     difference = sum(values[:n]) / n - sum(others[:n]) / n
-    if n < 2:
-        return difference, None
-    p = float(stats.ttest_rel(values[:n], others[:n]).pvalue)
-    return difference, None if math.isnan(p) else p  # NaN: the differences do not vary (e.g. all zero)
+    if n < 2 or len({a - b for a, b in zip(values[:n], others[:n])}) == 1:
+        return difference, None  # one seed, or differences that do not vary: the t statistic is undefined
+    return difference, float(stats.ttest_rel(values[:n], others[:n]).pvalue)
 
 
 def _claim(paper: str, difference: float, p: float | None, test: str, claimed_sign: int = 1) -> dict[str, Any]:
