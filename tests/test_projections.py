@@ -363,6 +363,16 @@ def test_module_twins_equal_functions():
         GumbelSoftmax(temperature=-1.0)
 
 
+def test_every_public_name_is_importable_from_projections():
+    """The code lives in modules by idea (issue 21), but readers import it all from sparse_tutorial.projections."""
+    import sparse_tutorial.projections as projections
+
+    public = {"Projection", "PROJECTIONS", "get_projection", "softmax", "softmax_with_temperature", "gumbel_softmax",
+              "sparsemax", "sparsegen_lin", "entmax15", "Softmax", "SoftmaxWithTemperature", "GumbelSoftmax",
+              "Sparsemax", "SparsegenLin", "Entmax15", "SparsemaxFunction", "Entmax15Function", "KernelFunction"}
+    assert sorted(public - set(vars(projections))) == []
+
+
 score_rows = st.lists(st.floats(-50, 50, allow_nan=False, width=64), min_size=1, max_size=12)
 
 
