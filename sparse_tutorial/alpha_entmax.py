@@ -46,16 +46,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor, nn
 
-from sparse_tutorial.projections import (
-    _as_rows,
-    _entmax_vjp,
-    _from_rows,
-    _masked_softmax,
-    _validated_row_max,
-    entmax15,
-    softmax,
-    sparsemax,
-)
+from sparse_tutorial.entmax_eager import _entmax_vjp
+from sparse_tutorial.projections import _masked_softmax, entmax15, softmax, sparsemax
+from sparse_tutorial.score_rows import _as_rows, _from_rows, _validated_row_max
 
 Alpha = Union[float, Tensor]
 """α as :func:`alpha_entmax` takes it: a number ≥ 1, or a floating tensor of them broadcastable to the rows."""

@@ -2,7 +2,8 @@
 :func:`~sparse_tutorial.projections.entmax15`.
 
 On the CPU both projections call this kernel when it is available, and the pure-PyTorch ("eager") code
-otherwise; you never call it yourself. It runs the same exact algorithms as the eager code (shift by the
+of :mod:`~sparse_tutorial.sparsemax_eager` and :mod:`~sparse_tutorial.entmax_eager` otherwise
+(:mod:`~sparse_tutorial.kernel_dispatch` chooses); you never call it yourself. It runs the same exact algorithms as the eager code (shift by the
 row max, then a threshold search that stops when the support stops changing), and the closed-form
 backward passes, as one hand-written C++ function each: ``fused_sparsemax.cpp`` beside this file, whose
 header explains the layout (one short row per SIMD lane, so sums over a row never cross lanes; long rows

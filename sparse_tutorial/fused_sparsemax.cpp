@@ -2,9 +2,10 @@
 // or double scores.
 //
 // sparse_tutorial/fused.py compiles this file when it is first needed (about a second) and calls it
-// through ctypes on contiguous (rows, n) tensors. The algorithms are those of the eager
-// sparse_tutorial.projections: shift each row by its max (entmax also halves it, p = max(z/2 - tau, 0)^2),
-// so that the threshold tau lies in [-1, 0), and search tau from the lower bound -1:
+// through ctypes on contiguous (rows, n) tensors. The algorithms are those of the eager code
+// (sparse_tutorial.sparsemax_eager and sparse_tutorial.entmax_eager): shift each row by its max (entmax
+// also halves it, p = max(z/2 - tau, 0)^2), so that the threshold tau lies in [-1, 0), and search tau
+// from the lower bound -1:
 //   * sparsemax: Michelot's step  tau <- (sum_{z > tau} z - 1) / |{z > tau}|, the threshold of the
 //     current support, which is again a lower bound; it stops when the support stops changing, which is
 //     the optimality condition. The sum runs over the scores themselves (never over z - tau), so no

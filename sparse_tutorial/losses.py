@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.projections import _sparsemax_2d
+from sparse_tutorial.sparsemax_eager import _sparsemax_2d
 
 
 def multilabel_target(labels: Tensor) -> Tensor:

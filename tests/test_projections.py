@@ -363,6 +363,16 @@ def test_module_twins_equal_functions():
         GumbelSoftmax(temperature=-1.0)
 
 
+def test_every_public_name_is_importable_from_projections():
+    """The code lives in modules by idea (issue 21), but readers import it all from sparse_tutorial.projections."""
+    import sparse_tutorial.projections as projections
+
+    public = {"Projection", "PROJECTIONS", "get_projection", "softmax", "softmax_with_temperature", "gumbel_softmax",
+              "sparsemax", "sparsegen_lin", "entmax15", "Softmax", "SoftmaxWithTemperature", "GumbelSoftmax",
+              "Sparsemax", "SparsegenLin", "Entmax15", "SparsemaxFunction", "Entmax15Function", "KernelFunction"}
+    assert sorted(public - set(vars(projections))) == []
+
+
 score_rows = st.lists(st.floats(-50, 50, allow_nan=False, width=64), min_size=1, max_size=12)
 
 
@@ -415,7 +425,7 @@ def test_property_sparsemax_is_the_closest_point_of_the_simplex(values, raw_poin
 def test_both_threshold_paths_are_exercised_and_exact():
     # Spread-out scores: few candidates per row, the search runs on a compacted matrix; nearly equal
     # scores: most entries are candidates and the search runs on the full rows. Both must be exact.
-    from sparse_tutorial.projections import _compact_candidates
+    from sparse_tutorial.threshold_candidates import _compact_candidates
 
     with fused.eager():  # the compaction is the eager code's
         _check_both_threshold_paths(_compact_candidates)
@@ -434,13 +444,13 @@ def _check_both_threshold_paths(_compact_candidates) -> None:
 
 
 def test_entmax15_sort_fallback_is_exact(monkeypatch):
-    import sparse_tutorial.projections as projections
+    import sparse_tutorial.entmax_eager as entmax_eager
 
     scores = torch.randn(16, 40, generator=torch.Generator().manual_seed(24)) * 3
     expected = entmax15(scores)
     monkeypatch.setattr(fused, "KERNEL", fused.Kernel())
     monkeypatch.setattr(fused.KERNEL, "enabled", False)  # the fallback is the eager code's
-    monkeypatch.setattr(projections, "_ENTMAX_ITERATIONS", 1)
+    monkeypatch.setattr(entmax_eager, "_ENTMAX_ITERATIONS", 1)
     torch.testing.assert_close(entmax15(scores), expected, atol=1e-6, rtol=0)
     torch.testing.assert_close(entmax15(scores), entmax.entmax15(scores, -1), atol=1e-6, rtol=0)
     scores[2] = -INF

@@ -1,0 +1,67 @@
+"""Which code computes sparsemax and 1.5-entmax: the compiled kernel or the eager PyTorch code.
+
+On the CPU, :func:`~sparse_tutorial.projections.sparsemax`, :func:`~sparse_tutorial.projections.sparsegen_lin`
+and :func:`~sparse_tutorial.projections.entmax15` run the same exact searches as the eager code of
+:mod:`sparse_tutorial.sparsemax_eager` and :mod:`sparse_tutorial.entmax_eager`, as one compiled C++ function
+each (:mod:`sparse_tutorial.fused`), when a compiler is at hand; ``with fused.eager():`` runs the eager code
+instead, as it always does on other devices. Both are exact and agree to float rounding.
+
+* :class:`KernelFunction` — the kernel as an autograd Function, forward and backward;
+* ``_use_kernel`` — whether the kernel computes a given tensor;
+* ``_project`` — validates the scores and runs one projection by the kernel or the eager code.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from sparse_tutorial import fused
+from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
+from sparse_tutorial.entmax_eager import _entmax_vjp
+from sparse_tutorial.score_rows import _as_rows, _from_rows, _validated_row_max
+from sparse_tutorial.sparsemax_eager import _sparsemax_vjp
+
+
+class KernelFunction(torch.autograd.Function):
+    """Sparsemax or 1.5-entmax of contiguous ``(rows, n)`` CPU scores by the compiled kernel of
+    :mod:`sparse_tutorial.fused`, forward and backward (the kernel shifts by the row max itself).
+
+    Differentiating twice (``create_graph=True``) runs the eager closed forms on the saved weights
+    instead, so higher derivatives work as on the eager path.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, projection: str) -> Tensor:  # noqa: D102 - documented on the class
+        weights, saved, invalid_rows = fused.KERNEL.forward(projection, x)
+        if invalid_rows:
+            check_row_max(x.amax(1, keepdim=True), "scores")  # names the problem (the kernel counted it)
+        ctx.save_for_backward(weights, saved)
+        ctx.projection = projection
+        return weights
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+        weights, saved = ctx.saved_tensors
+        if not torch.is_grad_enabled():
+            return fused.KERNEL.backward(ctx.projection, saved, grad_output.contiguous()), None
+        if ctx.projection == "sparsemax":
+            support = (weights > 0).to(weights.dtype)
+            return _sparsemax_vjp(support, support.sum(1, keepdim=True), grad_output), None
+        return _entmax_vjp(weights.sqrt(), grad_output), None
+
+
+def _use_kernel(x: Tensor) -> bool:
+    """Whether ``x`` is projected by the compiled kernel: on the CPU, when it is enabled and compiles."""
+    return x.device.type == "cpu" and fused.KERNEL.ready()
+
+
+def _project(scores: Tensor, dim: int, projection: str, eager: type[torch.autograd.Function]) -> Tensor:
+    """``projection`` of ``scores`` along ``dim`` by the kernel or by the ``eager`` autograd function."""
+    check_floating(scores, "scores", dim)
+    x = compute_dtype(scores)
+    if _use_kernel(x):  # the kernel validates (it counts rows with NaN or +inf) and shifts by the max
+        weights = KernelFunction.apply(_as_rows(x, dim), projection)
+    else:
+        x, row_max, _ = _validated_row_max(scores, dim)
+        weights = eager.apply(_as_rows(x, dim), _as_rows(row_max, dim))
+    return _from_rows(weights, x, dim).to(scores.dtype)
