@@ -51,18 +51,17 @@ class ClaimChecker:
         """Whether a failing claim raises: every knob at its default, or running under CI."""
         return not self.changed or bool(os.environ.get("CI"))
 
-    def __call__(self, holds: bool, claim: str) -> bool:
-        """Check that ``claim`` ``holds``; returns ``holds`` when it only warns.
+    def __call__(self, holds: bool, claim: str) -> None:
+        """Check that ``claim`` ``holds`` (returns nothing, so a check on a cell's last line prints nothing).
 
         Raises:
             AssertionError: if the claim does not hold and :attr:`strict`.
         """
         if bool(holds):
-            return True
+            return
         if self.strict:
             raise AssertionError(f"claim does not hold: {claim}")
         defaults = ", ".join(f"{name}={default!r}" for name, (_, default) in self.knobs.items())
         turned = ", ".join(f"{name}={value!r}" for name, value in self.changed.items())
         warnings.warn(f"at {turned} this claim does not hold: {claim} (the chapter checks it at its default "
                       f"knobs, {defaults})", ClaimWarning, stacklevel=2)
-        return False
