@@ -55,3 +55,18 @@ def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_number
                 "baselines": E.baselines(config, TASK, base, **training)}
     for test, values in expected.items():
         assert results[test][1] == {"seed": 1, **as_stored(values)}
+
+
+def test_a_loop_over_baseline_models_gives_the_baselines_numbers(one_thread):
+    """Chapter 13 trains W&P's models in a visible loop over :func:`baseline_models`: the same accuracies
+    as :func:`baselines`, and the adversary's weight reaches its loss."""
+    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY["dim"], hidden_dim=TINY["dim"])
+    training = dict(seed=0, epochs=TINY["epochs"], lr=0.05, optimizer=E.OPTIMIZER)
+    base = fit(config, TASK, **training)
+    trained = {name: fit(config, TASK, **how, **training) for name, how in E.baseline_models(base.model).items()}
+    expected = E.baselines(config, TASK, base, **training)
+    assert {name: result.test_accuracy for name, result in trained.items()} == {
+        name: expected[name] for name in trained}
+    stronger = fit(config, TASK, **E.baseline_models(base.model, adversary_weight=50.0)["adversary_trained"],
+                   **training)
+    assert E.mean_divergence(stronger.model, base.model, TASK.test) != expected["adversary_js_from_base"]

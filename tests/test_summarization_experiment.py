@@ -44,7 +44,7 @@ def test_batches_use_extended_ids_for_source_oovs(data):
 
 @pytest.mark.parametrize("name", ["ABS", "ABS+Pointer+Cov+Ent (λ=0.02)"])
 def test_a_system_trains_and_is_evaluated(data, name):
-    result = S.run_system(name, data, SIZES, seed=0)
+    result = S.run_system(S.SYSTEMS[name], data, SIZES, seed=0)
     metrics = result.metrics
     for key in ("rouge1", "rouge2", "rougeL", "rougeLsum", "unk_percent", "repeated_bigrams_percent",
                 "copy_percent"):
@@ -55,6 +55,24 @@ def test_a_system_trains_and_is_evaluated(data, name):
         assert summary.attention.shape[0] == len(summary.tokens) == summary.p_gen.shape[0]
     if name == "ABS":
         assert metrics["copy_percent"] == 0  # no switch: p_gen is 1 everywhere
+
+
+def test_run_system_takes_a_reader_loss(data):
+    """``run_system(..., loss_fn=...)`` trains with the reader's loss instead of the system's."""
+    calls = []
+
+    def my_loss(model, batch):
+        calls.append(batch)
+        return S.batch_loss(model, batch, S.System(pointer=True, entropy_weight=0.5))
+
+    result = S.run_system(S.SYSTEMS["ABS+Pointer"], data, SIZES, seed=0, loss_fn=my_loss)
+    assert len(calls) == len(result.history.steps) > 0
+    assert all(isinstance(batch, S.SummaryBatch) for batch in calls)
+
+
+def test_run_system_names_a_system_given_by_name(data):
+    with pytest.raises(TypeError, match="must be a System"):
+        S.run_system("ABS", data, SIZES)
 
 
 def test_highlight_bolds_copied_source_words():
@@ -94,7 +112,7 @@ def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_
     systems = results["systems"]
     assert list(systems) == ["ABS", "ABS+Pointer"]
     assert [[run["seed"] for run in systems[name]["runs"]] for name in systems] == [[0, 1], [0]]
-    direct = [S.run_system("ABS", data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 10 trains them
+    direct = [S.run_system(S.SYSTEMS["ABS"], data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 10 trains them
     assert [{key: value for key, value in run.items() if key != "train_and_eval_seconds"}
             for run in systems["ABS"]["runs"]] == [
         {"seed": seed, **S.rounded(result.metrics), "best_epoch": result.history.best_epoch}

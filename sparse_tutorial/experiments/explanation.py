@@ -172,6 +172,15 @@ def uniform_trained(config: ClassifierConfig, task: Task, seed: int, epochs: int
                optimizer=optimizer, device=device).test_accuracy
 
 
+def baseline_models(base: AttentionClassifier, adversary_weight: float = 1.0) -> dict[str, dict[str, Any]]:
+    """How each of Wiegreffe & Pinter's models differs from the learned ``base`` in training: the keyword
+    arguments of :func:`fit` that replace its attention (``attention_source``) or add to its loss
+    (``extra_loss``), keyed ``uniform_trained``, ``frozen_trained``, ``adversary_trained``."""
+    return {"uniform_trained": {"attention_source": uniform_attention},
+            "frozen_trained": {"attention_source": frozen_attention(base)},
+            "adversary_trained": {"extra_loss": divergence_bonus(base, adversary_weight)}}
+
+
 def learned_baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
                       optimizer: str, adversary_weight: float = 1.0,
                       device: str | torch.device = "cpu") -> dict[str, float]:
@@ -179,8 +188,9 @@ def learned_baselines(config: ClassifierConfig, task: Task, base: FitResult, see
     and the accuracies of models trained (on ``device``) with its attention frozen in and of a trained
     adversary (W&P §4), with the adversary's divergence from it."""
     common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer, device=device)
-    frozen = fit(config, task, attention_source=frozen_attention(base.model), **common)
-    adversary = fit(config, task, extra_loss=divergence_bonus(base.model, adversary_weight), **common)
+    models = baseline_models(base.model, adversary_weight)
+    frozen = fit(config, task, **models["frozen_trained"], **common)
+    adversary = fit(config, task, **models["adversary_trained"], **common)
     return {"learned": base.test_accuracy,
             "uniform_at_test_time": accuracy(base.model, task.test, uniform_attention),
             "frozen_trained": frozen.test_accuracy,

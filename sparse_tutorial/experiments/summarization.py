@@ -52,7 +52,7 @@ from sparse_tutorial.models.pointer_generator import (
     pointer_generator_loss,
 )
 from sparse_tutorial.profiles import default_device, seed_everything
-from sparse_tutorial.training import History, TrainConfig, train
+from sparse_tutorial.training import History, LossFn, TrainConfig, train
 
 
 @dataclass(frozen=True)
@@ -241,12 +241,14 @@ def batch_loss(model: PointerGenerator, batch: SummaryBatch, system: System) -> 
 
 
 def train_system(system: System, sizes: Sizes, train_examples: Sequence[Example], dev_examples: Sequence[Example],
-                 vocab: Vocabulary, seed: int, device: torch.device | None = None,
-                 progress: bool = False) -> tuple[PointerGenerator, History]:
+                 vocab: Vocabulary, seed: int, device: torch.device | None = None, progress: bool = False,
+                 loss_fn: LossFn | None = None) -> tuple[PointerGenerator, History]:
     """Train one system with :func:`sparse_tutorial.training.train`, keeping the epoch of lowest dev NLL.
 
     The batches are reshuffled every epoch (reproducibly, from ``seed``); the dev score is the negative
     per-token NLL of the references (cheap, and it is what the model optimises apart from the regularizers).
+    ``loss_fn(model, batch) -> (loss, stats)`` replaces the system's :func:`batch_loss` in training (plug in
+    your own regularizer; ``batch`` is a :class:`SummaryBatch`); ``system`` still builds the model.
     """
     seed_everything(seed)
     model = build_model(system, sizes, vocab)
@@ -269,7 +271,7 @@ def train_system(system: System, sizes: Sizes, train_examples: Sequence[Example]
 
     config = TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, grad_clip=2.0, seed=seed,
                          device=device, progress=progress)
-    history = train(model, shuffled, lambda m, b: batch_loss(m, b, system), config, dev_fn=dev_score)
+    history = train(model, shuffled, loss_fn or (lambda m, b: batch_loss(m, b, system)), config, dev_fn=dev_score)
     return model, history
 
 
@@ -401,13 +403,14 @@ class SystemRun(NamedTuple):
     summaries: list[Summary]
 
 
-def run_system(name: str, data: SummarizationData, sizes: Sizes, seed: int = 0,
-               device: torch.device | None = None, progress: bool = False) -> SystemRun:
-    """Train system ``name`` of :data:`SYSTEMS` with ``seed`` and evaluate it on ``data.test``."""
-    if name not in SYSTEMS:
-        raise ValueError(f"name must be one of {list(SYSTEMS)}, got {name!r}")
-    model, history = train_system(SYSTEMS[name], sizes, data.train, data.dev, data.vocab, seed, device,
-                                  progress)
+def run_system(system: System, data: SummarizationData, sizes: Sizes, seed: int = 0,
+               device: torch.device | None = None, progress: bool = False,
+               loss_fn: LossFn | None = None) -> SystemRun:
+    """Train ``system`` (e.g. ``SYSTEMS["ABS+Pointer"]``) with ``seed`` and evaluate it on ``data.test``;
+    ``loss_fn`` replaces its training loss (see :func:`train_system`)."""
+    if not isinstance(system, System):
+        raise TypeError(f"system must be a System (e.g. SYSTEMS[name]), got {system!r}")
+    model, history = train_system(system, sizes, data.train, data.dev, data.vocab, seed, device, progress, loss_fn)
     metrics, summaries = evaluate(model, data.test, data.vocab, sizes)
     return SystemRun(model, history, metrics, summaries)
 
@@ -441,7 +444,7 @@ def execute(run: Run) -> dict[str, Any]:
     sizes, device = SIZES[run["profile"]], default_device()
     data = load_data(sizes)
     tic = time.perf_counter()
-    result = run_system(run["name"], data, sizes, run["seed"], device)
+    result = run_system(SYSTEMS[run["name"]], data, sizes, run["seed"], device)
     return {"metrics": {"seed": run["seed"], **rounded(result.metrics), "best_epoch": result.history.best_epoch,
                         "train_and_eval_seconds": round(time.perf_counter() - tic, 1)},
             "summaries": [highlight_copies(summary, example.source)
