@@ -1,7 +1,7 @@
 """Tests for the Part III experiment helpers (sparse_tutorial.experiments.classification / explanation)."""
 import torch
 
-from sparse_tutorial.experiments.classification import Split, fit, synthetic_task, uniform_attention
+from sparse_tutorial.experiments.classification import Split, fit, fit_sun_lu, synthetic_task, uniform_attention
 from sparse_tutorial.experiments.explanation import erasure, frozen_attention, permutation
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config, sun_lu_config
@@ -84,3 +84,18 @@ def test_training_device_is_the_cpu_below_the_full_profile():
     from sparse_tutorial.profiles import default_device, training_device
     assert training_device("quick") == training_device("medium") == torch.device("cpu")
     assert training_device("full") == default_device()
+
+
+def test_fit_sun_lu_trains_with_a_regularizer_of_the_readers_own():
+    """Issue 21: ``fit_sun_lu(..., extra_loss=...)`` adds the reader's term to the loss of every step."""
+    task = synthetic_task(num_polar=3, num_neutral=4, length=6, train_pairs=30, test_pairs=20)
+    calls = []
+
+    def large_attention_scores(model, token_ids, mask, output):
+        calls.append(token_ids.shape)
+        return -10.0 * model.vtw()  # rewards a large VᵀW
+
+    plain = fit_sun_lu(task, "DP", 10.0, seed=0, epochs=1, embed_dim=6)
+    rewarded = fit_sun_lu(task, "DP", 10.0, seed=0, epochs=1, embed_dim=6, extra_loss=large_attention_scores)
+    assert len(calls) == 2  # 60 training documents, batches of 32: called once per step
+    assert rewarded.model.vtw().item() > plain.model.vtw().item() + 0.1  # 0.18 against 0.01

@@ -190,6 +190,28 @@ class FitResult(NamedTuple):
     attention_source: AttentionSource | None = None   # used again at evaluation time
 
 
+def training_loss(model: AttentionClassifier, batch: tuple[Tensor, Tensor, Tensor], vtw_weight: float = 0.0,
+                  attention_source: AttentionSource | None = None,
+                  extra_loss: ExtraLoss | None = None) -> tuple[Tensor, dict[str, float]]:
+    """The loss :func:`fit` minimises on one batch ``(token_ids (B, T), mask (B, T), labels (B,))``: the
+    classification loss (eq. 5), plus ``extra_loss(model, token_ids, mask, output)`` when given, plus Sun &
+    Lu §5's regularizer ``vtw_weight · (VᵀW)²``. ``attention_source(token_ids, mask)`` replaces the learned
+    attention weights ``(B, T)`` by fixed ones.
+
+    Returns:
+        ``(loss, {})``: a scalar and no statistics, as :func:`sparse_tutorial.training.train` expects.
+    """
+    ids, mask, labels = batch
+    weights = attention_source(ids, mask) if attention_source is not None else None
+    output = model(ids, mask, attention_weights=weights)
+    loss = classification_loss(output.logits, labels)
+    if extra_loss is not None:
+        loss = loss + extra_loss(model, ids, mask, output)
+    if vtw_weight:
+        loss = loss + vtw_weight * model.vtw() ** 2
+    return loss, {}
+
+
 def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05, batch_size: int = 32,
         seed: int = 0, optimizer: str = "adagrad", weight_decay: float = 0.0, vtw_weight: float = 0.0,
         attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None,
@@ -210,18 +232,8 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
     seed_everything(seed)
     model = AttentionClassifier(config)
     generator = torch.Generator().manual_seed(seed)
-
-    def loss_fn(model: AttentionClassifier, batch: tuple[Tensor, ...]) -> tuple[Tensor, dict[str, float]]:
-        ids, mask, labels = batch
-        weights = attention_source(ids, mask) if attention_source is not None else None
-        output = model(ids, mask, attention_weights=weights)
-        loss = classification_loss(output.logits, labels)
-        if extra_loss is not None:
-            loss = loss + extra_loss(model, ids, mask, output)
-        if vtw_weight:
-            loss = loss + vtw_weight * model.vtw() ** 2
-        return loss, {}
-
+    loss_fn = functools.partial(training_loss, vtw_weight=vtw_weight, attention_source=attention_source,
+                                extra_loss=extra_loss)
     history = train(model, lambda epoch: batches(task.train, batch_size, generator), loss_fn,
                     TrainConfig(epochs=epochs, lr=lr, optimizer=optimizer, weight_decay=weight_decay, seed=seed,
                                 device=device),
@@ -279,14 +291,16 @@ def median_gap(summary: dict[str, dict[str, Any]], key: str, polar: str, neutral
 
 def fit_sun_lu(task: Task, variant: str, lam: float, seed: int, epochs: int, lr: float = 0.05,
                embed_dim: int = 100, weight_decay: float = 1e-5, vtw_weight: float = 0.0,
-               device: str | torch.device = "cpu") -> FitResult:
+               extra_loss: ExtraLoss | None = None, device: str | torch.device = "cpu") -> FitResult:
     """Sun & Lu's model ``variant`` with scaling factor ``lam`` trained on ``task`` by :func:`fit`.
 
     L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper, never to DP.
+    ``extra_loss(model, token_ids, mask, output)`` is a regularizer of the reader's own, added to the loss
+    (:func:`training_loss`).
     """
     config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes, embed_dim=embed_dim)
     return fit(config, task, epochs=epochs, lr=lr, seed=seed, weight_decay=0.0 if variant == "DP" else weight_decay,
-               vtw_weight=vtw_weight, device=device)
+               vtw_weight=vtw_weight, extra_loss=extra_loss, device=device)
 
 
 def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ...], seeds: tuple[int, ...],
