@@ -95,3 +95,4 @@ def test_results_from_a_pip_install_record_the_commit_pip_installed(monkeypatch)
     assert runner._git_commit() == "abc123"
     monkeypatch.setattr(runner.metadata, "distribution", lambda name: types.SimpleNamespace(read_text=lambda n: None))
     assert runner._git_commit() is None  # installed from a wheel or an index: no commit to record
+    assert runner._git_dirty() is None  # and no clone whose changes could be seen

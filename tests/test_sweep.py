@@ -92,8 +92,14 @@ def test_without_ray_the_command_line_runs_serially_and_says_how_to_parallelise(
     monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
     assert main(["fake", "--seeds", "2", "--out", str(tmp_path)]) == 0
     assert "pip install 'sparse_tutorial[ray]'" in capsys.readouterr().err
-    assert json.loads((tmp_path / "fake.json").read_text())["seeds_seen"] == [{"seed": 0}, {"seed": 1}]
+    written = json.loads((tmp_path / "fake.json").read_text())
+    assert written["seeds_seen"] == [{"seed": 0}, {"seed": 1}]
     assert len(list((tmp_path / "runs" / "fake-quick").glob("*.json"))) == 2
+    # what the runs cost is kept when a second call only reassembles the stored runs
+    assert written["runs_compute"]["runs"] == 2 and written["runs_compute"]["threads"] == [1]
+    assert main(["fake", "--seeds", "2", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "fake.json").read_text())["runs_compute"] == written["runs_compute"]
+    assert isinstance(written["git_dirty"], bool)  # this test runs in a clone
     assert main(["fake", "--workers", "2", "--out", str(tmp_path)]) == 2
     assert "need Ray" in capsys.readouterr().err
     with pytest.raises(RayMissingError):

@@ -94,6 +94,17 @@ def environment(device: torch.device | None = None) -> dict[str, Any]:
     return env
 
 
+def _git_dirty() -> bool | None:
+    """Whether the clone's tracked files differ from :func:`_git_commit` (``None`` outside a clone): then
+    the commit alone does not reproduce the run."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip())
+
+
 def _git_commit() -> str | None:
     """The commit of the code that runs: ``git rev-parse HEAD`` in a clone, else the commit pip recorded
     when it installed the package from a repository (``direct_url.json``), else ``None``."""
@@ -196,7 +207,14 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     runs = module.grid(profile, seeds)
     results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
                         **sweep_options)
-    return module.assemble(profile, seeds, runs, results)
+    assembled = module.assemble(profile, seeds, runs, results)
+    run_dir = sweep_options.get("run_dir")
+    if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones
+        records = [json.loads((Path(run_dir) / f"{run.key}.json").read_text()) for run in runs]
+        assembled["runs_compute"] = {"runs": len(runs), "run_seconds": round(sum(r["seconds"] for r in records), 1),
+                                     "threads": sorted({r["threads"] for r in records}),
+                                     "devices": sorted({r["device"] for r in records})}
+    return assembled
 
 
 def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
@@ -224,7 +242,7 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
-    started, commit = datetime.now(timezone.utc), _git_commit()  # the code that runs, not what is HEAD later
+    started, commit, dirty = datetime.now(timezone.utc), _git_commit(), _git_dirty()  # the code that runs
     tic = time.perf_counter()
     if hasattr(module, "grid"):
         if workers == 1 and address is None and not ray_available():
@@ -239,7 +257,7 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     payload = {"experiment": name, "profile": profile, "seeds": seeds,
                "command": f"python -m sparse_tutorial.experiments {name} --profile {profile} --seeds {seeds}{options}",
                "started_utc": started.isoformat(timespec="seconds"),
-               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit,
+               "wall_seconds": round(time.perf_counter() - tic, 1), "git_commit": commit, "git_dirty": dirty,
                "environment": environment(), "argv": sys.argv[1:], **results}
     if write:
         _write_or_rescue(name, payload, directory)
