@@ -95,10 +95,11 @@ def environment(device: torch.device | None = None) -> dict[str, Any]:
 
 
 def _git_dirty() -> bool | None:
-    """Whether the clone's tracked files differ from :func:`_git_commit` (``None`` outside a clone): then
-    the commit alone does not reproduce the run."""
+    """Whether the clone's tracked files other than the stored results (``book/results``) differ from
+    :func:`_git_commit` (``None`` outside a clone): then the commit alone does not reproduce the run."""
     try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=Path(__file__).parent,
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":/",
+                              ":(top,exclude)book/results"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
@@ -210,8 +211,8 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     assembled = module.assemble(profile, seeds, runs, results)
     run_dir = sweep_options.get("run_dir")
     if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones
-        records = [json.loads((Path(run_dir) / f"{run.key}.json").read_text()) for run in runs]
-        assembled["runs_compute"] = {"runs": len(runs), "run_seconds": round(sum(r["seconds"] for r in records), 1),
+        records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
+        assembled["runs_compute"] = {"runs": len(records), "run_seconds": round(sum(r["seconds"] for r in records), 1),
                                      "threads": sorted({r["threads"] for r in records}),
                                      "devices": sorted({r["device"] for r in records})}
     return assembled
