@@ -43,12 +43,12 @@ class ClaimChecker:
 
     @property
     def changed(self) -> dict[str, Any]:
-        """The knobs whose current value differs from the default: ``{name: current}``."""
+        """``{name: current}`` of the knobs whose current value differs from the default."""
         return {name: current for name, (current, default) in self.knobs.items() if current != default}
 
     @property
     def strict(self) -> bool:
-        """Whether a failing claim raises: every knob at its default, or running under CI."""
+        """``True`` when a failing claim raises (every knob at its default, or ``CI`` set)."""
         return not self.changed or bool(os.environ.get("CI"))
 
     def __call__(self, holds: bool, claim: str) -> None:
