@@ -4,7 +4,6 @@ import functools
 import json
 
 import pytest
-import torch
 
 from sparse_tutorial.experiments import nmt, runner, sweep
 from sparse_tutorial.experiments.__main__ import main

@@ -336,7 +336,7 @@ def reference_entropy(model: PointerGenerator, examples: Sequence[Example], voca
     """Attention entropy per target token (nats) when the model reads the references (teacher forcing),
     the quantity of the last column of Zhang et al.'s Table I."""
     device = next(model.parameters()).device
-    weights, masks = [], []
+    weights = []
     model.eval()
     with torch.no_grad():
         for batch in make_batches(examples, vocab, sizes.batch_size):

@@ -36,7 +36,6 @@ import os
 import re
 import resource
 import socket
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
