@@ -30,6 +30,7 @@ run computes, and how ``nmt.json`` is assembled from them.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -211,8 +212,11 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         train_pairs, test_pairs, align_corpus = alignment
         scores = {n: [of[Run.of("alignment", profile=profile, system=n, seed=s)] for s in _seeds_of(n, sizes, seeds)]
                   for n in sizes.alignment_systems}
+        uniform = (sum(len(p.target) * math.log(len(p.source)) for p in test_pairs)
+                   / sum(len(p.target) for p in test_pairs))  # entropy per target word of uniform attention
         results["alignment"] = {"corpus": {**align_corpus, "train_pairs": len(train_pairs),
                                            "test_pairs": len(test_pairs)},
+                                "uniform_entropy_per_token": uniform,
                                 "per_seed": scores,
                                 "scores": {n: {k: mean_std([s[k] for s in v]) for k in v[0]}
                                            for n, v in scores.items()},
