@@ -1,7 +1,9 @@
 """Run profiles and device choice shared by every chapter and experiment.
 
-``quick`` is what the committed notebooks show: small corpora slices and models that run on two CPU cores
-in minutes (CI executes it). ``full`` is the paper-style size, meant for a GPU (e.g. Colab).
+One ladder for every experiment: ``quick`` is what the committed notebooks execute (small corpus slices and
+models that run on two CPU cores in minutes; CI executes it); ``medium`` is the stored run of each
+experiment, sized for a shared 2-core CPU (an hour or two of background time, ``--workers 2``); ``full`` is
+the paper-style size, meant for a GPU (e.g. Colab). Each experiment module maps these names to its sizes.
 
 The profile comes from the environment variable ``SPARSE_TUTORIAL_PROFILE`` (or its short alias ``PROFILE``),
 so ``PROFILE=full jupyter nbconvert --execute ...`` switches a whole run; a notebook may also pass the name
@@ -15,8 +17,9 @@ import random
 import numpy as np
 import torch
 
-PROFILES = ("quick", "full")
-"""The run profiles, ``quick`` (small, CPU, what the book shows) and ``full`` (paper-style, GPU)."""
+PROFILES = ("quick", "medium", "full")
+"""The run profiles, smallest first: ``quick`` (CPU, what the notebooks execute), ``medium`` (CPU, the stored
+runs) and ``full`` (paper-style, GPU)."""
 
 
 def profile(name: str | None = None) -> str:
@@ -40,6 +43,7 @@ def default_device() -> torch.device:
 def training_device(profile_name: str) -> torch.device:
     """Where the Part III experiments train at ``profile_name``: :func:`default_device` for ``"full"``; the
     CPU for the smaller profiles, so that the stored quick and medium numbers do not depend on the hardware."""
+    profile(profile_name)   # refuses a name off the ladder
     return default_device() if profile_name == "full" else torch.device("cpu")
 
 

@@ -17,7 +17,9 @@ model-specific:
   reports (for example ``{"nll": ..., "entropy": ..., "tokens": ...}``).
 
 Batches may be a list (the same order every epoch) or a callable ``epoch -> iterable`` (a fresh shuffle per
-epoch that stays reproducible, which resuming from a checkpoint relies on).
+epoch that stays reproducible, which resuming from a checkpoint relies on). Every experiment of the book
+shuffles epoch ``e`` of a run seeded ``s`` with :func:`epoch_seed` ``(s, e)``: one rule, so a run's order of
+batches depends on its seed and the epoch only.
 
 Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are written all at once
 (:func:`~sparse_tutorial.atomic.atomic_write_bytes`), so a kill or a full disk mid-write leaves the previous
@@ -128,6 +130,19 @@ class History:
         """``sum(stat[key]) / sum(seconds)`` over all steps, e.g. training tokens per second."""
         seconds = sum(s["seconds"] for s in self.steps)
         return sum(s.get(key, 0.0) for s in self.steps) / seconds if seconds > 0 else float("nan")
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The seed of epoch ``epoch``'s shuffle in a run seeded ``seed``: ``seed * 1000 + epoch`` (distinct for
+    every run and epoch below 1000; a later training phase of the same run passes ``offset + epoch``)."""
+    if epoch < 0 or seed < 0:
+        raise ValueError(f"seed and epoch must be >= 0, got seed={seed}, epoch={epoch}")
+    return seed * 1000 + epoch
+
+
+def epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with :func:`epoch_seed` ``(seed, epoch)``, for ``torch.randperm``."""
+    return torch.Generator().manual_seed(epoch_seed(seed, epoch))
 
 
 def map_tensors(batch: Any, fn: Callable[[Tensor], Tensor]) -> Any:

@@ -1,7 +1,8 @@
 """Issue 16: the verdicts of chapter 9 are computed by tests that can come out either way."""
 import pytest
 
-from sparse_tutorial.experiments.nmt_claims import bleu_test, judge, seed_test, verdict
+from sparse_tutorial.experiments.nmt_claims import bleu_test, judge
+from sparse_tutorial.experiments.verdicts import seed_test, verdict
 
 REFERENCES = [[f"and god said let there be light number {i} ."] for i in range(60)]
 GOOD = [refs[0] for refs in REFERENCES]

@@ -372,7 +372,6 @@ def cached_task(name: str, train_size: int | None = None) -> Task:
     return task
 
 
-PROFILES = ("quick", "medium", "full")
 SETTINGS = {
     "quick": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 10, 10000), weight_decay=0.0),
     "medium": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),

@@ -209,7 +209,6 @@ def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, 
                                                   **training)})
 
 
-PROFILES = ("quick", "medium", "full")
 SETTINGS = {
     "quick": dict(train=4000, epochs=3, dim=32, eval_examples=300),
     "medium": dict(train=4000, epochs=3, dim=32, eval_examples=300),

@@ -114,7 +114,6 @@ def lambda_entropy_correlation(rows: list[dict[str, Any]], encoder: str,
     return float(pearsonr([r["lambda"] for r in chosen], values).statistic)
 
 
-PROFILES = ("quick", "medium", "full")
 SETTINGS = {
     "quick": dict(train=4000, epochs=3, dim=32, eval_examples=80, lambdas=(-2.0, 0.0, 0.8)),
     "medium": dict(train=4000, epochs=3, dim=32, eval_examples=80, lambdas=(-2.0, 0.0, 0.8)),

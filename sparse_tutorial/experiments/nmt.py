@@ -53,7 +53,6 @@ from sparse_tutorial.experiments.sweep import Run, run_sweep
 from sparse_tutorial.metrics import paired_bootstrap
 from sparse_tutorial.profiles import default_device
 
-PROFILES = ("quick", "medium", "full")
 """``quick``: the chapters' own run; ``medium``: the stored run, sized for two CPU cores; ``full``: a GPU."""
 
 

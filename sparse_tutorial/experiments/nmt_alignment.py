@@ -16,7 +16,7 @@ from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, AlignedPair, To
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
 from sparse_tutorial.profiles import seed_everything
-from sparse_tutorial.training import LossFn, TrainConfig, train
+from sparse_tutorial.training import LossFn, TrainConfig, epoch_seed, train
 
 Alignment = tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]]
 """Greek→English training and test verses with gold links, and their provenance."""
@@ -65,7 +65,7 @@ def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, train_p
     data = word_data(train_pairs)
     seed_everything(seed)
     model = build(len(data.src_vocab), len(data.tgt_vocab))
-    train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=seed * 1000 + epoch), loss_fn,
+    train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=epoch_seed(seed, epoch)), loss_fn,
           TrainConfig(epochs=epochs, lr=lr, seed=seed, device=device))
     attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
     return alignment_scores(attention, test_pairs), attention

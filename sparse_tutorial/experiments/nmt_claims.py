@@ -1,11 +1,7 @@
 """Zhang et al.'s claims (§VII-A, Tables I, III and IV) judged on the runs of experiment ``nmt``.
 
-Every verdict is computed and can come out either way:
-
-* **✓** the run supports the claim: the difference has the claimed sign and its test gives p < 0.05;
-* **✗** the run contradicts it: the opposite difference with p < 0.05 (for a "no better" claim: a
-  significant improvement);
-* **?** the test cannot tell (p ≥ 0.05): the effect is smaller than the run resolves.
+Every verdict is computed by the rule of :mod:`~sparse_tutorial.experiments.verdicts` and can come out
+either way (for a "no better" claim, ✗ means a significant improvement).
 
 Tests. BLEU differences: paired bootstrap resampling over test verses (sacrebleu, 1000 resamples) of the
 outputs of all seeds pooled -- seed ``s`` of a system is paired with seed ``s`` of the other, both
@@ -15,23 +11,13 @@ seed only (temperatures, Gumbel, the λ sweep) is tested on that seed's verses.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
-from scipy import stats
-
+from sparse_tutorial.experiments.verdicts import SIGNIFICANCE, claim, no_better_verdict, seed_test
 from sparse_tutorial.metrics import paired_bootstrap
 
-SIGNIFICANCE = 0.05
 Outputs = dict[str, list[list[str]]]
 """``{system: [outputs of seed 0, seed 1, ...]}``, each a list of detokenized test outputs."""
-
-
-def verdict(difference: float, p: float | None, claimed_sign: int = 1) -> str:
-    """✓ / ✗ / ? for a ``difference`` whose claimed sign is ``claimed_sign`` (+1 or −1) at p-value ``p``."""
-    if p is None or math.isnan(p) or p >= SIGNIFICANCE or difference == 0:
-        return "?"
-    return "✓" if difference * claimed_sign > 0 else "✗"
 
 
 def bleu_test(outputs: Outputs, references: Sequence[Sequence[str]], system: str, other: str
@@ -41,21 +27,6 @@ def bleu_test(outputs: Outputs, references: Sequence[Sequence[str]], system: str
     pooled = {name: [line for seed in range(seeds) for line in outputs[name][seed]] for name in (system, other)}
     result = paired_bootstrap(pooled[other], {system: pooled[system]}, list(references) * seeds, n_samples=1000)
     return result[system]["bleu"] - result["baseline"]["bleu"], result[system]["p_value"]
-
-
-def seed_test(values: Sequence[float], others: Sequence[float]) -> tuple[float, float | None]:
-    """(mean difference, paired t-test p over seeds); ``p`` is ``None`` with fewer than 2 seeds or when the
-    per-seed differences do not vary."""
-    n = min(len(values), len(others))
-    difference = sum(values[:n]) / n - sum(others[:n]) / n
-    if n < 2 or len({a - b for a, b in zip(values[:n], others[:n])}) == 1:
-        return difference, None  # one seed, or differences that do not vary: the t statistic is undefined
-    return difference, float(stats.ttest_rel(values[:n], others[:n]).pvalue)
-
-
-def _claim(paper: str, difference: float, p: float | None, test: str, claimed_sign: int = 1) -> dict[str, Any]:
-    return {"verdict": verdict(difference, p, claimed_sign), "p": p, "difference": difference, "test": test,
-            "paper": paper}
 
 
 def judge(outputs: Outputs, references: Sequence[Sequence[str]], per_seed: dict[str, list[dict[str, float]]],
@@ -73,13 +44,13 @@ def judge(outputs: Outputs, references: Sequence[Sequence[str]], per_seed: dict[
     bootstrap = "paired bootstrap over test verses, seeds pooled"
     claims: dict[str, dict[str, Any]] = {}
 
-    def bleu_claim(claim: str, system: str, other: str, paper: str, claimed_sign: int = 1) -> None:
+    def bleu_claim(name: str, system: str, other: str, paper: str, claimed_sign: int = 1) -> None:
         if system in outputs and other in outputs:
-            claims[claim] = _claim(paper, *bleu_test(outputs, references, system, other), bootstrap, claimed_sign)
+            claims[name] = claim(paper, *bleu_test(outputs, references, system, other), bootstrap, claimed_sign)
 
     entropy = {n: [m["entropy_per_token"] for m in runs] for n, runs in per_seed.items()}
     if "+Entropy" in entropy:
-        claims["+Entropy lowers the entropy per token"] = _claim(
+        claims["+Entropy lowers the entropy per token"] = claim(
             "§VII-A: lower entropy per token (Table I, last column)", *seed_test(entropy["+Entropy"], entropy["NMT"]),
             "paired t-test over seeds", claimed_sign=-1)
     bleu_claim("+Entropy beats NMT in BLEU", "+Entropy", "NMT", "Table I: +0.69 BLEU, significant")
@@ -92,10 +63,9 @@ def judge(outputs: Outputs, references: Sequence[Sequence[str]], per_seed: dict[
                    claimed_sign=-1)
     if "+Gumbel" in outputs:
         difference, p = bleu_test(outputs, references, "+Gumbel", "NMT")
-        better = verdict(difference, p)
-        claims["Gumbel-softmax is no better than NMT"] = {
-            "verdict": {"✓": "✗", "✗": "✓", "?": "✓"}[better], "p": p, "difference": difference,
-            "test": bootstrap + " (✗ only for a significant gain)", "paper": "Table I: no better than NMT"}
+        claims["Gumbel-softmax is no better than NMT"] = claim(
+            "Table I: no better than NMT", difference, p, bootstrap + " (✗ only for a significant gain)",
+            verdict_override=no_better_verdict(difference, p))
     others = {lam: out for lam, out in sweep_outputs.items() if lam != "0.01"}
     if "0.01" in sweep_outputs and others:
         scored = {lam: bleu_test({lam: [out], "0.01": [sweep_outputs["0.01"]]}, references, lam, "0.01")
@@ -110,6 +80,6 @@ def judge(outputs: Outputs, references: Sequence[Sequence[str]], per_seed: dict[
             "paper": "Table IV: λ = 0.01 best on every test set"}
     if alignment is not None and "+Entropy" in alignment:
         aer = {n: [s["aer"] for s in runs] for n, runs in alignment.items()}
-        claims["+Entropy lowers AER"] = _claim("Table III: lower AER and SAER than NMT", *seed_test(aer["+Entropy"], aer["NMT"]),
+        claims["+Entropy lowers AER"] = claim("Table III: lower AER and SAER than NMT", *seed_test(aer["+Entropy"], aer["NMT"]),
                                                "paired t-test over seeds", claimed_sign=-1)
     return claims

@@ -29,7 +29,8 @@ from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, CorpusSizes, Pa
 from sparse_tutorial.metrics import attention_entropy_per_token, sink_share
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
 from sparse_tutorial.profiles import seed_everything
-from sparse_tutorial.training import History, LossFn, TrainConfig, load_checkpoint, save_checkpoint, train
+from sparse_tutorial.training import (History, LossFn, TrainConfig, epoch_seed, load_checkpoint, save_checkpoint,
+                                      train)
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def batches_for(data: TranslationData, sizes: Sizes, seed: int, offset: int = 0
                 ) -> Callable[[int], list[TranslationBatch]]:
     """``epoch -> batches`` of the training split, shuffled by ``seed``, the epoch and ``offset`` (fine-tuning
     continues with batch orders the baseline has not seen)."""
-    return lambda epoch: data.batches(data.train, sizes.batch_tokens, shuffle_seed=seed * 1000 + offset + epoch)
+    return lambda epoch: data.batches(data.train, sizes.batch_tokens, shuffle_seed=epoch_seed(seed, offset + epoch))
 
 
 def pretrain(data: TranslationData, sizes: Sizes, seed: int, device: torch.device | str,

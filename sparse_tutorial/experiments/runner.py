@@ -13,8 +13,9 @@ cluster, storing each run as it finishes). ``assemble`` returns every number the
 may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one (an
 experiment may keep its parts in modules named after it, ``nmt_data``, ``nmt_claims``, ...):
 :func:`available` lists them, and ``python -m sparse_tutorial.experiments NAME --profile PROFILE
-[--seeds N] [--workers N | --address auto]`` runs one. A module may accept more profile names than
-``quick``/``full`` by listing them in a module-level ``PROFILES`` tuple.
+[--seeds N] [--workers N | --address auto]`` runs one. Every experiment honours the one profile ladder
+:data:`sparse_tutorial.profiles.PROFILES` (``quick`` / ``medium`` / ``full``); a module-level ``PROFILES``
+tuple may narrow it.
 
 :func:`run_experiment` checks its arguments and the results folder first, wraps the module's results with
 what makes them reproducible -- profile, seeds, library versions, hardware, device, wall time, the command
@@ -163,7 +164,8 @@ def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | N
 
 
 def accepted_profiles(name: str) -> tuple[str, ...]:
-    """The profiles experiment ``name`` accepts: its module's ``PROFILES``, else ``quick`` and ``full``."""
+    """The profiles experiment ``name`` accepts: its module's ``PROFILES``, else the ladder
+    :data:`~sparse_tutorial.profiles.PROFILES`."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     return tuple(getattr(module, "PROFILES", PROFILES))
 
