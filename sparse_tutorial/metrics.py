@@ -314,6 +314,18 @@ def rouge(predictions: Sequence[str], references: Sequence[str],
     Returns:
         ``{rouge_type: mean F1 × 100}``; 0 for an empty list.
     """
+    per_example = rouge_per_example(predictions, references, rouge_types)
+    return {rouge_type: sum(scores) / max(len(scores), 1) for rouge_type, scores in per_example.items()}
+
+
+def rouge_per_example(predictions: Sequence[str], references: Sequence[str],
+                      rouge_types: Sequence[str] = ROUGE_TYPES) -> dict[str, list[float]]:
+    """Each example's ROUGE F1 × 100 (the scores :func:`rouge` averages; a paired bootstrap over documents
+    resamples them): ``{rouge_type: [score of example 0, 1, ...]}``.
+
+    Raises:
+        ValueError: the lists differ in length, or an unknown ``rouge_types`` entry.
+    """
     if len(predictions) != len(references):
         raise ValueError(f"predictions and references must have the same length, got {len(predictions)} "
                          f"and {len(references)}")
@@ -321,12 +333,12 @@ def rouge(predictions: Sequence[str], references: Sequence[str],
     if unknown:
         raise ValueError(f"rouge_types must be among {ROUGE_TYPES}, got {unknown}")
     scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=True)
-    totals = dict.fromkeys(rouge_types, 0.0)
+    scores: dict[str, list[float]] = {rouge_type: [] for rouge_type in rouge_types}
     for prediction, reference in zip(predictions, references):
-        scores = scorer.score("\n".join(split_sentences(reference)), "\n".join(split_sentences(prediction)))
+        result = scorer.score("\n".join(split_sentences(reference)), "\n".join(split_sentences(prediction)))
         for rouge_type in rouge_types:
-            totals[rouge_type] += scores[rouge_type].fmeasure
-    return {rouge_type: 100 * total / max(len(predictions), 1) for rouge_type, total in totals.items()}
+            scores[rouge_type].append(100 * result[rouge_type].fmeasure)
+    return scores
 
 
 def repeated_ngram_fraction(sequences: Sequence[Sequence[str]], n: int = 3) -> float:

@@ -90,12 +90,12 @@ def test_lead_baselines_score_the_first_sentences(data):
 
 def test_grid_trains_the_headline_systems_with_every_seed(monkeypatch):
     monkeypatch.setattr(S, "load_data", lambda sizes: None)
-    sizes = S.SIZES["medium-cpu"]
-    runs = S.grid("medium-cpu", seeds=3)
+    sizes = S.SIZES["medium"]
+    runs = S.grid("medium", seeds=3)
     assert [(run["name"], run["seed"]) for run in runs] == [
         (name, seed) for name in sizes.systems for seed in range(3 if name in sizes.headline else 1)]
-    assert len(runs) == 3 * 4 + 3  # 4 headline systems, 3 others
-    assert {run.kind for run in runs} == {"system"} and all(run["profile"] == "medium-cpu" for run in runs)
+    assert len(runs) == 3 * len(S.SYSTEMS)  # the stored run trains every system with every seed
+    assert {run.kind for run in runs} == {"system"} and all(run["profile"] == "medium" for run in runs)
     assert len({run.key for run in runs}) == len(runs)
 
 
@@ -107,7 +107,9 @@ def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_
     runs = S.grid("quick", seeds=2)
     stored = run_sweep(runs, S.execute, threads_per_run=1, progress=False)
     results = S.assemble("quick", 2, runs, stored)
-    assert list(results) == ["corpus", "sizes", "hardware", "device", "systems", "lead", "examples"]
+    assert list(results) == ["corpus", "sizes", "hardware", "device", "systems", "lead", "examples", "checks"]
+    assert results["checks"]["seeds"] == 1 and results["checks"]["n_test"] == len(data.test)
+    assert results["checks"]["claims"]["the pointer improves over ABS"]["verdict"] in {"✓", "✗", "?"}
     assert results["corpus"] == {"name": "toy"} and results["lead"].keys() == {"Lead-1", "Lead-3"}
     systems = results["systems"]
     assert list(systems) == ["ABS", "ABS+Pointer"]

@@ -42,8 +42,9 @@ from torch import Tensor
 from sparse_tutorial.data import apt_descriptions
 from sparse_tutorial.data.text import UNK, Vocabulary, tokenize
 from sparse_tutorial.experiments.runner import mean_std, rounded, sweep_experiment
+from sparse_tutorial.experiments.summarization_claims import judge
 from sparse_tutorial.experiments.sweep import Run
-from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge
+from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge, rouge_per_example
 from sparse_tutorial.models.pointer_generator import (
     PointerGenerator,
     PointerGeneratorConfig,
@@ -52,7 +53,7 @@ from sparse_tutorial.models.pointer_generator import (
     pointer_generator_loss,
 )
 from sparse_tutorial.profiles import default_device, seed_everything
-from sparse_tutorial.training import History, LossFn, TrainConfig, train
+from sparse_tutorial.training import History, LossFn, TrainConfig, epoch_generator, train
 
 
 @dataclass(frozen=True)
@@ -252,8 +253,7 @@ def train_system(system: System, sizes: Sizes, train_examples: Sequence[Example]
     dev_batches = make_batches(dev_examples, vocab, sizes.batch_size)
 
     def shuffled(epoch: int) -> list[SummaryBatch]:
-        order = np.random.default_rng([seed, epoch]).permutation(len(train_batches))
-        return [train_batches[i] for i in order]
+        return [train_batches[i] for i in torch.randperm(len(train_batches), generator=epoch_generator(seed, epoch))]
 
     def dev_score(model: PointerGenerator) -> float:
         device = next(model.parameters()).device
@@ -344,10 +344,19 @@ def reference_entropy(model: PointerGenerator, examples: Sequence[Example], voca
     return attention_entropy_per_token(weights)
 
 
-def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary, sizes: Sizes) -> tuple[dict[str, float], list[Summary]]:
+class Evaluation(NamedTuple):
+    """What :func:`evaluate` measured on the test documents."""
+
+    metrics: dict[str, float]
+    summaries: list[Summary]
+    document_rouge_l: list[float]  # (n_documents,) each summary's ROUGE-L (rougeLsum) F1 × 100
+
+
+def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary, sizes: Sizes) -> Evaluation:
     """ROUGE of the beam-search summaries and the three quantities the mechanisms are meant to change.
 
-    Returns ``(metrics, summaries)`` with metrics (percentages are in [0, 100]):
+    Returns an :class:`Evaluation`: the summaries, each document's ROUGE-L (for the paired bootstrap of
+    :mod:`~sparse_tutorial.experiments.summarization_claims`) and the metrics (percentages are in [0, 100]):
 
     * ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` -- F1 against the untruncated synopses;
     * ``unk_percent`` -- share of output tokens that are ``<unk>``; ``unk_percent_oov`` -- the same on the
@@ -360,7 +369,8 @@ def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabu
     """
     summaries = summarize(model, examples, vocab, sizes)
     outputs = [summary.tokens for summary in summaries]
-    scores = rouge([" ".join(tokens) for tokens in outputs], [example.summary for example in examples])
+    per_document = rouge_per_example([" ".join(tokens) for tokens in outputs], [ex.summary for ex in examples])
+    scores = {rouge_type: sum(values) / max(len(values), 1) for rouge_type, values in per_document.items()}
     oov_heavy = [i for i, example in enumerate(examples) if copyable_oovs(example, vocab)]
     n_tokens = max(sum(len(tokens) for tokens in outputs), 1)
     metrics = {
@@ -374,7 +384,7 @@ def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabu
         "copy_percent": 100 * float(sum((1 - summary.p_gen).sum() for summary in summaries)) / n_tokens,
         "length": sum(len(tokens) for tokens in outputs) / max(len(outputs), 1),
     }
-    return metrics, summaries
+    return Evaluation(metrics, summaries, per_document["rougeLsum"])
 
 
 def copyable_oovs(example: Example, vocab: Vocabulary) -> list[str]:
@@ -390,6 +400,13 @@ def lead_baselines(examples: Sequence[Example]) -> dict[str, dict[str, float]]:
             for k in (1, 3)}
 
 
+def lead_document_rouge_l(examples: Sequence[Example]) -> dict[str, list[float]]:
+    """Each document's ROUGE-L (rougeLsum F1 × 100) of Lead-1 and Lead-3: ``{"Lead-1": [...], "Lead-3": [...]}``."""
+    references = [example.summary for example in examples]
+    return {f"Lead-{k}": rouge_per_example([lead_k(example.document, k) for example in examples], references,
+                                           ("rougeLsum",))["rougeLsum"] for k in (1, 3)}
+
+
 class SystemRun(NamedTuple):
     """One trained system and what it produced on the test set."""
 
@@ -397,6 +414,7 @@ class SystemRun(NamedTuple):
     history: History
     metrics: dict[str, float]
     summaries: list[Summary]
+    document_rouge_l: list[float]  # (n_test,) each test summary's ROUGE-L F1 × 100
 
 
 def run_system(system: System, data: SummarizationData, sizes: Sizes, seed: int = 0,
@@ -407,8 +425,7 @@ def run_system(system: System, data: SummarizationData, sizes: Sizes, seed: int 
     if not isinstance(system, System):
         raise TypeError(f"system must be a System (e.g. SYSTEMS[name]), got {system!r}")
     model, history = train_system(system, sizes, data.train, data.dev, data.vocab, seed, device, progress, loss_fn)
-    metrics, summaries = evaluate(model, data.test, data.vocab, sizes)
-    return SystemRun(model, history, metrics, summaries)
+    return SystemRun(model, history, *evaluate(model, data.test, data.vocab, sizes))
 
 
 def _mean_std(runs: list[dict[str, float]]) -> tuple[dict[str, float], dict[str, float]]:
@@ -435,7 +452,8 @@ def execute(run: Run) -> dict[str, Any]:
     """Train and evaluate system ``run["name"]`` with ``run["seed"]`` at ``run["profile"]``.
 
     Returns ``{"metrics": {seed, rounded metrics, best_epoch, train_and_eval_seconds}, "summaries":
-    [the first EXAMPLES test summaries, copied words in bold], "device", "hardware"}``.
+    [the first EXAMPLES test summaries, copied words in bold], "document_rouge_l": [each test document's
+    ROUGE-L, 4 digits], "device", "hardware"}``.
     """
     sizes, device = SIZES[run["profile"]], default_device()
     data = load_data(sizes)
@@ -445,28 +463,36 @@ def execute(run: Run) -> dict[str, Any]:
                         "train_and_eval_seconds": round(time.perf_counter() - tic, 1)},
             "summaries": [highlight_copies(summary, example.source)
                           for summary, example in zip(result.summaries[:EXAMPLES], data.test)],
+            "document_rouge_l": [round(score, 4) for score in result.document_rouge_l],
             "device": str(device), "hardware": platform.processor() or platform.machine()}
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
     """The dict that ``book/results/summarization.json`` holds: per system its runs, their mean and standard
-    deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines, and
-    ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary."""
+    deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines,
+    ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary, and
+    ``checks``: ``{"seeds", "n_test", "claims"}`` with the verdicts of
+    :func:`~sparse_tutorial.experiments.summarization_claims.judge` (``seeds``: the fewest seeds of any system)."""
     sizes = SIZES[profile]
     data = load_data(sizes)
     systems: dict[str, Any] = {}
+    scores: dict[str, list[list[float]]] = {}
     examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}} for ex in data.test[:EXAMPLES]]
     for name in sizes.systems:
         own = [result for run, result in zip(runs, results) if run["name"] == name]  # seeds 0, 1, ... (grid)
         for example, summary in zip(examples, own[0]["summaries"]):
             example["summaries"][name] = summary
+        scores[name] = [result["document_rouge_l"] for result in own]
         mean, std = _mean_std([result["metrics"] for result in own])
         systems[name] = {"system": asdict(SYSTEMS[name]), "runs": [result["metrics"] for result in own],
                          "mean": mean, "std": std}
     return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": _distinct(results, "hardware"),
             "device": _distinct(results, "device"), "systems": systems,
             "lead": {name: rounded(scores) for name, scores in lead_baselines(data.test).items()},
-            "examples": examples}
+            "examples": examples,
+            "checks": {"seeds": min(len(entry["runs"]) for entry in systems.values()), "n_test": len(data.test),
+                       "claims": judge(scores, {name: entry["runs"] for name, entry in systems.items()},
+                                       lead_document_rouge_l(data.test))}}
 
 
 def _distinct(results: list[dict[str, Any]], key: str) -> str:
