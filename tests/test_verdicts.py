@@ -86,3 +86,11 @@ def test_one_shuffle_rule_per_seed_and_epoch():
 def torch_randperm(generator):
     import torch
     return torch.randperm(50, generator=generator).tolist()
+
+
+def test_claims_table_lists_contradictions_first_with_their_interval():
+    from sparse_tutorial.experiments.verdicts import claims_table
+    rows = claims_table({"holds": claim("p", 0.4123, 0.01, "t", ci95=(0.1, 0.7)),
+                         "fails": claim("p", -1.0, 0.01, "t"), "open": claim("p", 0.2, 0.3, "t")})
+    assert [row["claim"] for row in rows] == ["fails", "open", "holds"]
+    assert rows[2]["ours"] == "+0.412 [+0.1, +0.7]" and rows[0]["verdict"] == "✗"

@@ -153,3 +153,29 @@ def correlation_test(x: Sequence[float], y: Sequence[float], method: str = "kend
     resampled = resampled[~np.isnan(resampled)]
     low, high = np.percentile(resampled, [2.5, 97.5]) if len(resampled) else (float("nan"), float("nan"))
     return value, (None if math.isnan(p) else p), (float(low), float(high))
+
+
+VERDICT_ORDER = ("✗", "?", "✓")
+"""The order in which a chapter lists its claims: contradictions of the paper first."""
+
+
+def ordered_claims(claims: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """``claims`` as ``(name, entry)`` pairs, contradictions first, then the unresolved, then the supported
+    (each group in its stored order)."""
+    return sorted(claims.items(), key=lambda item: VERDICT_ORDER.index(item[1]["verdict"]))
+
+
+def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dict[str, Any]]:
+    """Rows for a chapter's claims table, in :func:`ordered_claims` order: ``{"claim", "verdict", "ours",
+    "p", "paper", "test"}``, where ``ours`` is the difference with its 95 % interval when there is one
+    (``"+0.412 [+0.1, +0.7]"``): the interval's width is what the run can resolve."""
+    rows = []
+    for name, entry in ordered_claims(claims):
+        difference, interval = entry["difference"], entry.get("ci95")
+        ours = "n/a" if difference is None else f"{difference:+.{digits}g}"
+        if interval is not None and None not in interval:
+            ours += f" [{interval[0]:+.2g}, {interval[1]:+.2g}]"
+        rows.append({"claim": name, "verdict": entry["verdict"], "ours": ours,
+                     "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
+                     "paper": entry["paper"], "test": entry["test"]})
+    return rows
