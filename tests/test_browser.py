@@ -2,7 +2,8 @@
 the API reference from a local web server (no network), and checks from the live DOM that MathJax typeset
 every formula, every image loaded, and the chapter's launch link opens its .ipynb on Colab. On the chapters
 with interactive figures (:mod:`sparse_tutorial.interactive`) it checks that plotly.js came from the book
-itself, that each figure is drawn, that a click on its slider changes what it shows, and what a hover shows.
+itself, that each figure is drawn, that a click on its slider changes what it shows, and what a hover shows;
+and that no notebook cell scrolls sideways.
 
 The pages are loaded in a same-origin iframe of a small probe page served next to the book; once MathJax
 has finished and every image has settled, the probe writes what it found as JSON into its own DOM, which
@@ -66,6 +67,8 @@ frame.onload = async () => {
   result.colab = [...doc.querySelectorAll("a[href*='colab.research.google.com']")].map(a => a.href);
   result.api_entries = doc.querySelectorAll("dl.py").length;
   result.title = doc.title;
+  result.sideways = [...doc.querySelectorAll("div.cell pre")].filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.textContent.slice(0, 60));
   result.plotly = win.Plotly ? win.Plotly.version : null;
   result.foreign_scripts = [...doc.scripts].map(s => s.src).filter(src => src && !src.startsWith(location.origin));
   result.figures = {};
@@ -164,6 +167,11 @@ PAGES = {
 def probed(server) -> dict:
     assert PART1_CHAPTER is not None, "_toc.yml lists no Part I chapter (book/part1/...)"
     return {name: probe(server, page) for name, page in PAGES.items()}
+
+
+def test_no_notebook_cell_scrolls_sideways(probed):
+    """Long lines of code and of printed output wrap (book/_ext/code_wrap.py): nothing hides past the column."""
+    assert probed["part1"]["sideways"] == []
 
 
 @pytest.mark.parametrize("name", ["intro", "part1", "api"])
