@@ -56,7 +56,7 @@ def test_experiments_help_lists_each_experiments_profiles(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "nmt: quick, medium, full" in help_text and "nmt_data" not in help_text
     assert "classification: quick, medium, full" in help_text
-    assert "summarization: quick, medium-cpu, full" in help_text
+    assert "summarization: quick, medium, full" in help_text
 
 
 def test_experiments_missing_corpus_names_the_fetch_command(tmp_path, monkeypatch, capsys):
