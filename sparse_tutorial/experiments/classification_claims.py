@@ -131,7 +131,8 @@ def token_claims(task: str, num_classes: int, analyses: Analyses) -> dict[str, d
         return [analysis["classes"][token_class][score] for analysis in analyses[model]]
 
     def ranked(name: str, paper: str, samples: list[list[float]], others: list[list[float]], sign: int = 1) -> None:
-        claims[name] = claim(paper, *rank_test(samples, others, sign), RANK + f" ({len(samples)} seeds)", sign)
+        seeds = f"{len(samples)} seed" + ("s" if len(samples) != 1 else "")
+        claims[name] = claim(paper, *rank_test(samples, others, sign), f"{RANK} ({seeds})", sign)
 
     if num_classes != 2:
         model = ("DP", 10.0, 0.0)
@@ -144,11 +145,11 @@ def token_claims(task: str, num_classes: int, analyses: Analyses) -> dict[str, d
                    "have larger attention scores than neutral tokens", polar, per_seed(model, "neutral", "attention"))
         return claims
 
-    for variant, figure in (("DP", "Fig. 2"), ("AD", "Fig. 4 (additive attention)")):
+    for variant, figure in (("DP", f"Fig. 2 ({dataset}, λ = 10)"), ("AD", "Fig. 4 (additive attention, SST, λ = 10)")):
         model = (variant, 10.0, 0.0)
         if model in analyses:
             for score, token_class, sign, says in TOKEN_CLAIMS:
-                ranked(f"{variant}, scale 10: {says}", f"{figure} (λ = 10): {says}",
+                ranked(f"{variant}, scale 10: {says}", f"{figure}: {says}",
                        per_seed(model, token_class, score), per_seed(model, "neutral", score), sign)
     large = ("DP", 100.0, 0.0)
     if large in analyses:
