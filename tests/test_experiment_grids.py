@@ -47,37 +47,63 @@ def assert_distinct_system_runs(runs, profile):
 
 def test_classification_grid_trains_each_model_once(toy_corpora):
     runs = classification.grid("full", seeds=2)
-    # 3 tasks x 4 variants x 7 λ x 2 seeds, plus the VᵀW-regularised DP of the two binary tasks: the score
-    # analysis's unregularised λ = 10 and 100 models are the table's
+    # 3 tasks x 4 variants x 7 scales x 2 seeds, plus the VᵀW-regularised DP of the two binary tasks: the
+    # token analysis's unregularised models (DP at scales 10 and 100, AD at 10) are the table's
     assert len(runs) == 3 * 4 * 7 * 2 + 2 * 2
     assert_distinct_system_runs(runs, "full")
     assert sum(run["vtw_weight"] == 1.0 for run in runs) == 4
-    # quick: 4 variants x 3 λ x 3 seeds, plus DP at λ = 100 and DP+VᵀW at λ = 10 for each seed
+    # quick: 4 variants x 3 scales x 3 seeds, plus DP at scale 100 and DP+VᵀW at scale 10 for each seed
     assert len(classification.grid("quick", seeds=3)) == 4 * 3 * 3 + 2 * 3
 
 
-def test_classification_assembles_the_table_and_the_scores_of_its_runs(toy_corpora, monkeypatch):
-    monkeypatch.setitem(classification.SETTINGS, "quick", dict(
-        tasks=("rotten_tomatoes", "newsgroups:motorcycles-med-guns"), train=None, epochs=1, lambdas=(0.5, 10),
-        weight_decay=0.0))
-    result = classification.run("quick", seeds=1)
+def test_classification_medium_grid_trains_the_newsgroups_tasks_with_seed_0_only(toy_corpora):
+    runs = classification.grid("medium", seeds=3)
+    seeds = {task: sorted({run["seed"] for run in runs if run["task"] == task}) for task in classification.TASKS}
+    assert seeds == {"rotten_tomatoes": [0, 1, 2], "newsgroups:hockey-vs-baseball": [0],
+                     "newsgroups:motorcycles-med-guns": [0]}
+    # RT: 4 variants x 7 scales x 3 seeds + DP+VᵀW per seed; 20News I: 28 + 1; 20News II (3 labels): 28
+    assert len(runs) == (28 * 3 + 3) + (28 + 1) + 28
 
-    assert list(result) == ["profile_note", "corpus", "lambda_table", "scores"]
+
+def test_classification_assembles_the_table_the_scores_and_the_checks_of_its_runs(toy_corpora, monkeypatch):
+    monkeypatch.setitem(classification.SETTINGS, "quick", dict(
+        tasks=("rotten_tomatoes", "newsgroups:motorcycles-med-guns"), train=None, epochs=1, patience=None,
+        scales=(0.5, 10), weight_decay=0.0, max_seeds={"newsgroups:motorcycles-med-guns": 1}))
+    result = classification.run("quick", seeds=2)
+
+    assert list(result) == ["profile_note", "corpus", "seeds_per_task", "lambda_table", "scores", "checks"]
     assert result["corpus"] == {"synthetic": "synthetic_task(seed=0)", "three": "three-class toy"}
+    assert result["seeds_per_task"] == {"synthetic": 2, "three": 1}
     table = result["lambda_table"]
-    assert [(row["task"], row["variant"], row["lambda"]) for row in table] == \
-        [(task, variant, lam) for task in ("synthetic", "three") for variant in SUN_LU_VARIANTS for lam in (0.5, 10)]
-    assert table[:2] == as_stored(lambda_table(toy_binary_task(), ("DP",), (0.5, 10), (0,), epochs=1,
+    assert [(row["task"], row["variant"], row["scale"], row["seed"]) for row in table] == \
+        [(task, variant, scale, seed) for task, seeds in (("synthetic", (0, 1)), ("three", (0,)))
+         for variant in SUN_LU_VARIANTS for scale in (0.5, 10) for seed in seeds]
+    assert table[:4] == as_stored(lambda_table(toy_binary_task(), ("DP",), (0.5, 10), (0, 1), epochs=1,
                                                weight_decay=0.0))   # the chapter's building block's numbers
     scores = result["scores"]
-    assert [(entry["task"], entry["lambda"], entry["vtw_weight"]) for entry in scores] == \
-        [("synthetic", 10.0, 0.0), ("synthetic", 100.0, 0.0), ("synthetic", 10.0, 1.0),
-         ("three", 10.0, 0.0), ("three", 100.0, 0.0)]
-    assert list(scores[0]) == ["task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes", "vtw",
+    assert [(entry["task"], entry["variant"], entry["scale"], entry["vtw_weight"], entry["seed"])
+            for entry in scores] == \
+        [("synthetic", variant, scale, vtw_weight, seed) for seed in (0, 1)
+         for variant, scale, vtw_weight in (("DP", 10.0, 0.0), ("DP", 100.0, 0.0), ("DP", 10.0, 1.0), ("AD", 10.0, 0.0))] \
+        + [("three", variant, scale, 0.0, 0) for variant, scale in (("DP", 10.0), ("DP", 100.0), ("AD", 10.0))]
+    assert list(scores[0]) == ["task", "variant", "scale", "vtw_weight", "seed", "test_accuracy", "classes", "vtw",
                                "average_weight_medians"]
-    assert list(scores[3]) == ["task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes"]
-    assert list(scores[3]["classes"]) == ["a", "b", "c", "neutral"]
-    assert scores[0]["test_accuracy"] == table[1]["test_accuracy"]   # DP at λ = 10: one training, read twice
+    assert list(scores[3]) == ["task", "variant", "scale", "vtw_weight", "seed", "test_accuracy", "classes",
+                               "average_weight_medians"]                                   # AD has no VᵀW
+    assert list(scores[-1]["classes"]) == ["a", "b", "c", "neutral"]
+    assert scores[0]["test_accuracy"] == table[2]["test_accuracy"]   # DP at scale 10, seed 0: one training, read twice
+
+    checks = result["checks"]
+    assert list(checks) == ["seeds", "n_test", "datasets", "claims"]
+    assert checks["seeds"] == 1 and checks["n_test"] == {"synthetic": 20, "three": 12}
+    assert checks["datasets"] == ["synthetic", "three"]
+    claims = checks["claims"]
+    assert "RT: the VᵀW penalty brings no accuracy gain (DP at scale 10, penalised minus not)" in claims
+    assert "RT: DP, scale 10: positive tokens' attention scores above neutral" in claims
+    assert "20News II: DP, scale 10: polarity tokens of every label get larger attention scores than neutral ones" in claims
+    assert not any("scale 0.001" in name for name in claims)      # the table has no scale 0.001 to judge it
+    assert all(judged["verdict"] in ("✓", "✗", "?") and set(judged) >= {"p", "difference", "test", "paper"}
+               for judged in claims.values())
 
 
 def test_interpretability_grid_has_one_run_per_encoder_projection_and_seed(toy_corpora):

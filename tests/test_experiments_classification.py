@@ -74,10 +74,10 @@ def test_frozen_attention_hands_back_weights_on_the_device_of_the_ids():
     torch.testing.assert_close(weights.sum(-1), torch.ones(3))
 
 
-def test_medium_and_full_profiles_cover_every_lambda_of_table_2():
+def test_medium_and_full_profiles_cover_every_scale_of_table_2():
     from sparse_tutorial.experiments.classification import SETTINGS
     table_2 = (0.001, 1, 10, 20, 50, 100, 10000)
-    assert SETTINGS["medium"]["lambdas"] == table_2 and SETTINGS["full"]["lambdas"] == table_2
+    assert SETTINGS["medium"]["scales"] == table_2 and SETTINGS["full"]["scales"] == table_2
 
 
 def test_training_device_is_the_cpu_below_the_full_profile():
@@ -99,3 +99,22 @@ def test_fit_sun_lu_trains_with_a_regularizer_of_the_readers_own():
     rewarded = fit_sun_lu(task, "DP", 10.0, seed=0, epochs=1, embed_dim=6, extra_loss=large_attention_scores)
     assert len(calls) == 2  # 60 training documents, batches of 32: called once per step
     assert rewarded.model.vtw().item() > plain.model.vtw().item() + 0.1  # 0.18 against 0.01
+
+
+def test_fit_shuffles_epoch_e_with_the_one_per_epoch_rule():
+    """Issue 17: epoch ``e`` of a fit seeded ``s`` draws its batches with ``epoch_generator(s, e)``, whatever
+    the epochs before it drew (every experiment shuffles alike)."""
+    from sparse_tutorial.experiments.classification import batches
+    from sparse_tutorial.training import epoch_generator
+
+    task = synthetic_task(num_polar=3, num_neutral=4, length=6, train_pairs=30, test_pairs=20)
+    seen = []
+
+    def record(model, token_ids, mask, output):
+        seen.append(token_ids)
+        return torch.zeros(())
+
+    fit_sun_lu(task, "DP", 10.0, seed=3, epochs=2, embed_dim=6, extra_loss=record)
+    expected = [ids for epoch in (0, 1) for ids, _, _ in batches(task.train, 32, epoch_generator(3, epoch))]
+    assert len(seen) == len(expected) == 4
+    assert all(torch.equal(mine, theirs) for mine, theirs in zip(seen, expected))

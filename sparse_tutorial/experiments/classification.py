@@ -9,13 +9,16 @@ best on dev) and
   positive, negative or neutral; the data set is balanced and symmetric under flipping the labels);
 * :func:`score_summary`: polarity and attention scores by token class (their Figs. 2-4);
 * :func:`average_attention_weights`: each token's mean attention weight on the test set (their Fig. 5);
-* :func:`lambda_table`: test accuracy of DP/DP-L/DP-A/AD across the scaling factor λ (their Table 2).
+* :func:`lambda_table`: test accuracy of DP/DP-L/DP-A/AD across the scaling factor λ (``scale`` in code and
+  results; their Table 2).
 
 ``python -m sparse_tutorial.experiments classification --profile full --seeds 3`` writes
-``book/results/classification.json`` on the GPU when there is one (``--profile medium``: every λ of Table 2
-on 2,500 Rotten Tomatoes training sentences, sized for a 2-core CPU). The experiment is a grid of runs
-(:func:`grid`: one per trained model, :func:`system_run`), each trained and evaluated by :func:`execute`
-and combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
+``book/results/classification.json`` on the GPU when there is one (``--profile medium``: every scale of
+Table 2 on the whole of Rotten Tomatoes, 20News I and 20News II, early stopping on dev, sized for a 2-core
+CPU). The experiment is a grid of runs (:func:`grid`: one per trained model, :func:`system_run`), each
+trained and evaluated by :func:`execute` and combined by :func:`assemble` (see
+:mod:`~sparse_tutorial.experiments.runner`), which judges the paper's claims with
+:mod:`~sparse_tutorial.experiments.classification_claims`.
 
 Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
 so their numbers do not depend on the hardware) and hands the model back on the CPU, so every analysis
@@ -33,6 +36,7 @@ from torch import Tensor
 
 from sparse_tutorial.data import SPECIALS, Vocabulary, pad_sequences, tokenize
 from sparse_tutorial.data import load as load_corpus
+from sparse_tutorial.experiments.classification_claims import TABLE_2_SCALES, Model, judge
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE, label_classes, token_classes, token_scores
@@ -46,7 +50,7 @@ from sparse_tutorial.models.classifier import (
     sun_lu_config,
 )
 from sparse_tutorial.profiles import seed_everything, training_device
-from sparse_tutorial.training import TrainConfig, train
+from sparse_tutorial.training import TrainConfig, epoch_generator, train
 
 AttentionSource = Callable[[Tensor, Tensor], Tensor]
 ExtraLoss = Callable[[AttentionClassifier, Tensor, Tensor, ClassifierOutput], Tensor]
@@ -164,22 +168,29 @@ def batches(split: Split, batch_size: int, generator: torch.Generator | None = N
 
 
 @torch.no_grad()
-def accuracy(model: AttentionClassifier, split: Split, attention_source: AttentionSource | None = None,
-             batch_size: int = 512) -> float:
-    """Fraction of ``split`` classified correctly (eval mode), optionally with fixed attention weights.
+def correct_predictions(model: AttentionClassifier, split: Split, attention_source: AttentionSource | None = None,
+                        batch_size: int = 512) -> Tensor:
+    """Which examples of ``split`` the model classifies correctly (eval mode), optionally with fixed
+    attention weights: a CPU bool tensor ``(n,)``.
 
     Runs on the model's device (``split`` may stay on the CPU)."""
     model.eval()
     device = next(model.parameters()).device
-    correct = 0
+    correct = []
     for start in range(0, len(split.labels), batch_size):
         ids, mask = split.token_ids[start:start + batch_size], split.mask[start:start + batch_size]
         width = int(mask.sum(-1).max().clamp(min=1))
         ids, mask = ids[:, :width].to(device), mask[:, :width].to(device)
         weights = attention_source(ids, mask) if attention_source is not None else None
         logits = model(ids, mask, attention_weights=weights).logits
-        correct += int((predictions(logits).cpu() == split.labels[start:start + batch_size]).sum())
-    return correct / len(split.labels)
+        correct.append(predictions(logits).cpu() == split.labels[start:start + batch_size])
+    return torch.cat(correct)
+
+
+def accuracy(model: AttentionClassifier, split: Split, attention_source: AttentionSource | None = None,
+             batch_size: int = 512) -> float:
+    """Fraction of ``split`` classified correctly (:func:`correct_predictions`)."""
+    return correct_predictions(model, split, attention_source, batch_size).float().mean().item()
 
 
 class FitResult(NamedTuple):
@@ -215,9 +226,10 @@ def training_loss(model: AttentionClassifier, batch: tuple[Tensor, Tensor, Tenso
 def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05, batch_size: int = 32,
         seed: int = 0, optimizer: str = "adagrad", weight_decay: float = 0.0, vtw_weight: float = 0.0,
         attention_source: AttentionSource | None = None, extra_loss: ExtraLoss | None = None,
-        device: str | torch.device = "cpu") -> FitResult:
+        device: str | torch.device = "cpu", patience: int | None = None) -> FitResult:
     """Train a classifier with :func:`sparse_tutorial.training.train`, keeping the best epoch on dev
-    (Sun & Lu's model selection).
+    (Sun & Lu's model selection); ``patience`` stops after that many epochs without a better dev accuracy.
+    Epoch ``e`` shuffles the training set with :func:`~sparse_tutorial.training.epoch_generator` ``(seed, e)``.
 
     ``device`` is where training runs: the CPU by default (the quick and medium profiles; these small models
     train in minutes there), ``"cuda"`` or :func:`~sparse_tutorial.profiles.default_device` for the full
@@ -231,12 +243,11 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
     """
     seed_everything(seed)
     model = AttentionClassifier(config)
-    generator = torch.Generator().manual_seed(seed)
     loss_fn = functools.partial(training_loss, vtw_weight=vtw_weight, attention_source=attention_source,
                                 extra_loss=extra_loss)
-    history = train(model, lambda epoch: batches(task.train, batch_size, generator), loss_fn,
+    history = train(model, lambda epoch: batches(task.train, batch_size, epoch_generator(seed, epoch)), loss_fn,
                     TrainConfig(epochs=epochs, lr=lr, optimizer=optimizer, weight_decay=weight_decay, seed=seed,
-                                device=device),
+                                device=device, patience=patience),
                     dev_fn=lambda model: accuracy(model, task.dev, attention_source))
     model.to("cpu")
     return FitResult(model, history.best_dev, accuracy(model, task.test, attention_source),
@@ -289,59 +300,82 @@ def median_gap(summary: dict[str, dict[str, Any]], key: str, polar: str, neutral
     return float(np.median(summary[polar][key]) - np.median(summary[neutral][key]))
 
 
-def fit_sun_lu(task: Task, variant: str, lam: float, seed: int, epochs: int, lr: float = 0.05,
+def fit_sun_lu(task: Task, variant: str, scale: float, seed: int, epochs: int, lr: float = 0.05,
                embed_dim: int = 100, weight_decay: float = 1e-5, vtw_weight: float = 0.0,
-               extra_loss: ExtraLoss | None = None, device: str | torch.device = "cpu") -> FitResult:
-    """Sun & Lu's model ``variant`` with scaling factor ``lam`` trained on ``task`` by :func:`fit`.
+               extra_loss: ExtraLoss | None = None, device: str | torch.device = "cpu",
+               patience: int | None = None) -> FitResult:
+    """Sun & Lu's model ``variant`` with scaling factor λ = ``scale`` trained on ``task`` by :func:`fit`
+    (``patience``: early stopping on dev).
 
     L2 regularisation (``weight_decay``) is applied to DP-L, DP-A and AD as in the paper, never to DP.
     ``extra_loss(model, token_ids, mask, output)`` is a regularizer of the reader's own, added to the loss
     (:func:`training_loss`).
     """
-    config = sun_lu_config(variant, task.vocab_size, scale=lam, num_classes=task.num_classes, embed_dim=embed_dim)
+    config = sun_lu_config(variant, task.vocab_size, scale=scale, num_classes=task.num_classes, embed_dim=embed_dim)
     return fit(config, task, epochs=epochs, lr=lr, seed=seed, weight_decay=0.0 if variant == "DP" else weight_decay,
-               vtw_weight=vtw_weight, extra_loss=extra_loss, device=device)
+               vtw_weight=vtw_weight, extra_loss=extra_loss, device=device, patience=patience)
 
 
-def lambda_table(task: Task, variants: tuple[str, ...], lambdas: tuple[float, ...], seeds: tuple[int, ...],
-                 epochs: int, lr: float = 0.05, embed_dim: int = 100,
-                 weight_decay: float = 1e-5, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
-    """Test accuracy (model chosen on dev) for each variant × λ × seed (Sun & Lu Table 2).
+def lambda_table(task: Task, variants: tuple[str, ...], scales: tuple[float, ...], seeds: tuple[int, ...],
+                 epochs: int, lr: float = 0.05, embed_dim: int = 100, weight_decay: float = 1e-5,
+                 device: str | torch.device = "cpu", patience: int | None = None) -> list[dict[str, Any]]:
+    """Test accuracy (model chosen on dev) for each variant × scale × seed (Sun & Lu Table 2).
 
-    Each model is :func:`fit_sun_lu`'s (``weight_decay`` on every variant but DP); ``device`` is passed to
-    :func:`fit`.
+    Each model is :func:`fit_sun_lu`'s (``weight_decay`` on every variant but DP); ``device`` and
+    ``patience`` are passed to :func:`fit`. Rows: ``{"task", "variant", "scale", "seed", "dev_accuracy",
+    "test_accuracy", "best_epoch"}``.
     """
     rows = []
     for variant in variants:
-        for lam in lambdas:
+        for scale in scales:
             for seed in seeds:
-                result = fit_sun_lu(task, variant, lam, seed, epochs, lr=lr, embed_dim=embed_dim,
-                                    weight_decay=weight_decay, device=device)
-                rows.append({"task": task.name, "variant": variant, "lambda": lam, "seed": seed,
-                             "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy})
+                result = fit_sun_lu(task, variant, scale, seed, epochs, lr=lr, embed_dim=embed_dim,
+                                    weight_decay=weight_decay, device=device, patience=patience)
+                rows.append({"task": task.name, "variant": variant, "scale": scale, "seed": seed,
+                             "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
+                             "best_epoch": result.best_epoch})
     return rows
 
 
-def _medians(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    return {name: {"count": entry["count"],
-                   "polarity_median": float(np.median(entry["polarity"])) if entry["count"] else float("nan"),
-                   "attention_median": float(np.median(entry["attention"])) if entry["count"] else float("nan")}
-            for name, entry in summary.items()}
+def _rounded(values: list[float]) -> list[float]:
+    return [round(value, 4) for value in values]
 
 
-def score_analysis(model: AttentionClassifier, task: Task) -> dict[str, Any]:
-    """The medians of chapter 11's score analysis of a trained DP model.
+def _median(values: list[float]) -> float:
+    return float(np.median(values)) if len(values) else float("nan")
 
-    Returns ``{"classes": {class: {"count", "polarity_median", "attention_median"}}}`` (medians of
-    :func:`score_summary`; NaN for a class without tokens) and, on a binary task, ``"vtw"`` (the model's
-    ``VᵀW``) and ``"average_weight_medians"`` (``{class: median}`` of :func:`average_attention_weights`).
+
+def token_analysis(model: AttentionClassifier, task: Task) -> dict[str, Any]:
+    """Chapter 11's per-token analysis of a trained model, values rounded to 4 digits.
+
+    Returns ``{"classes": {class: {"count", "polarity", "attention"}}}`` (:func:`score_summary`, per-token
+    lists; Figs. 2-4) and, on a binary task, ``"average_weights"`` (``{class: list}`` of
+    :func:`average_attention_weights`, Fig. 5) and, for a dot-product model, ``"vtw"`` (its ``VᵀW``).
     """
-    analysis: dict[str, Any] = {"classes": _medians(score_summary(model, task))}
+    analysis: dict[str, Any] = {"classes": {
+        name: {"count": entry["count"], "polarity": _rounded(entry["polarity"]), "attention": _rounded(entry["attention"])}
+        for name, entry in score_summary(model, task).items()}}
     if task.num_classes == 2:
-        analysis["vtw"] = model.vtw().item()
-        analysis["average_weight_medians"] = {name: float(np.median(weights))
-                                              for name, weights in average_attention_weights(model, task).items()}
+        analysis["average_weights"] = {name: _rounded(weights)
+                                       for name, weights in average_attention_weights(model, task).items()}
+        if model.config.score == "dot":
+            analysis["vtw"] = model.vtw().item()
     return analysis
+
+
+def analysis_medians(analysis: dict[str, Any]) -> dict[str, Any]:
+    """The medians of a :func:`token_analysis` that the results keep: ``{"classes": {class: {"count",
+    "polarity_median", "attention_median"}}}`` (NaN for a class without tokens), plus ``"vtw"`` and
+    ``"average_weight_medians"`` (``{class: median}``) when the analysis has them."""
+    medians: dict[str, Any] = {"classes": {
+        name: {"count": entry["count"], "polarity_median": _median(entry["polarity"]),
+               "attention_median": _median(entry["attention"])} for name, entry in analysis["classes"].items()}}
+    if "vtw" in analysis:
+        medians["vtw"] = analysis["vtw"]
+    if "average_weights" in analysis:
+        medians["average_weight_medians"] = {name: _median(weights)
+                                             for name, weights in analysis["average_weights"].items()}
+    return medians
 
 
 TASKS = {
@@ -373,51 +407,66 @@ def cached_task(name: str, train_size: int | None = None) -> Task:
 
 
 SETTINGS = {
-    "quick": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 10, 10000), weight_decay=0.0),
-    "medium": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
-                   weight_decay=0.0),
-    "full": dict(tasks=tuple(TASKS), train=None, epochs=10, lambdas=(0.001, 1, 10, 20, 50, 100, 10000),
-                 weight_decay=1e-5),
+    "quick": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, patience=None, scales=(0.001, 10, 10000),
+                  weight_decay=0.0, max_seeds={}),
+    "medium": dict(tasks=tuple(TASKS), train=None, epochs=6, patience=2, scales=TABLE_2_SCALES, weight_decay=1e-5,
+                   max_seeds={"newsgroups:hockey-vs-baseball": 1, "newsgroups:motorcycles-med-guns": 1}),
+    "full": dict(tasks=tuple(TASKS), train=None, epochs=10, patience=None, scales=TABLE_2_SCALES,
+                 weight_decay=1e-5, max_seeds={}),
 }
+"""Per profile: the tasks of :data:`TASKS`, training examples per task (``None``: all), the most epochs,
+early-stopping patience on dev, the scales λ of the table, the L2 weight of DP-L/DP-A/AD, and
+``max_seeds``: the tasks trained with fewer seeds than asked for (``{task: at most}``)."""
 PROFILE_NOTES = {
-    "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 values of λ, no L2 regularisation",
-    "medium": "medium profile (shared 2-core CPU): the quick profile's size (2,500 training sentences, "
-              "2 epochs, no L2) with all 7 values of λ of Table 2 and several seeds; accuracies sit well "
-              "below the paper's",
+    "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 scales λ, no L2 regularisation",
+    "medium": "medium profile (shared 2-core CPU): the whole training sets of Rotten Tomatoes (every seed), "
+              "20News I and 20News II (seed 0 only); all 7 scales λ of Table 2, up to 6 epochs with early "
+              "stopping on dev (patience 2), L2 (1e-5) on DP-L, DP-A and AD as in the paper",
     "full": "full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on DP-L/DP-A/AD",
 }
-SCORE_SETTINGS = ((10.0, 0.0), (100.0, 0.0), (10.0, 1.0))
-"""``(λ, vtw_weight)`` of the DP models whose scores chapter 11 analyses; the last (Sun & Lu's ``VᵀW``
-regularizer) on binary tasks only."""
+ANALYSED_MODELS: tuple[Model, ...] = (("DP", 10.0, 0.0), ("DP", 100.0, 0.0), ("DP", 10.0, 1.0), ("AD", 10.0, 0.0))
+"""``(variant, scale, vtw_weight)`` of the models whose tokens chapter 11 analyses (:func:`token_analysis`):
+DP at λ = 10 (Figs. 2, 3c, 5) and 100 (Fig. 3b), DP with Sun & Lu's ``VᵀW`` regularizer (binary tasks
+only) and AD (Fig. 4). Every other model of the grid is one of the λ table's."""
 
 Plan = list[tuple[dict[str, Any], Run]]
 """Entries of the results, in their order: the labels of each and the run that fills it in."""
 
 
-def system_run(profile: str, task: str, variant: str, lam: float, seed: int, vtw_weight: float = 0.0) -> Run:
-    """The run that trains ``variant`` with scaling factor ``lam`` on task ``task`` of :data:`TASKS` at
+def analysed_models(num_classes: int) -> list[Model]:
+    """The :data:`ANALYSED_MODELS` of a task with ``num_classes`` labels (``VᵀW`` exists on binary tasks only)."""
+    return [model for model in ANALYSED_MODELS if num_classes == 2 or model[2] == 0.0]
+
+
+def task_seeds(profile: str, task: str, seeds: int) -> int:
+    """How many of the ``seeds`` asked for ``task`` trains at ``profile`` (its ``max_seeds`` cap)."""
+    return min(seeds, SETTINGS[profile]["max_seeds"].get(task, seeds))
+
+
+def system_run(profile: str, task: str, variant: str, scale: float, seed: int, vtw_weight: float = 0.0) -> Run:
+    """The run that trains ``variant`` with scaling factor λ = ``scale`` on task ``task`` of :data:`TASKS` at
     ``profile``'s size."""
-    return Run.of("system", profile=profile, task=task, variant=variant, lam=float(lam), seed=seed,
+    return Run.of("system", profile=profile, task=task, variant=variant, scale=float(scale), seed=seed,
                   vtw_weight=float(vtw_weight))
 
 
 def _table_plan(profile: str, seeds: int, task: str) -> Plan:
-    """The rows of the λ table of ``task``: every variant × λ × seed."""
-    return [({"variant": variant, "lambda": lam, "seed": seed}, system_run(profile, task, variant, lam, seed))
-            for variant in SUN_LU_VARIANTS for lam in SETTINGS[profile]["lambdas"] for seed in range(seeds)]
+    """The rows of the λ table of ``task``: every variant × scale × seed."""
+    return [({"variant": variant, "scale": scale, "seed": seed}, system_run(profile, task, variant, scale, seed))
+            for variant in SUN_LU_VARIANTS for scale in SETTINGS[profile]["scales"]
+            for seed in range(task_seeds(profile, task, seeds))]
 
 
 def _scores_plan(profile: str, seeds: int, task: str, num_classes: int) -> Plan:
-    """The entries of the score analysis of ``task``: every seed × :data:`SCORE_SETTINGS` that applies."""
-    settings = SCORE_SETTINGS if num_classes == 2 else SCORE_SETTINGS[:2]
-    return [({"seed": seed, "lambda": lam, "vtw_weight": vtw_weight},
-             system_run(profile, task, "DP", lam, seed, vtw_weight))
-            for seed in range(seeds) for lam, vtw_weight in settings]
+    """The entries of the token analysis of ``task``: every seed × :func:`analysed_models`."""
+    return [({"variant": variant, "scale": scale, "vtw_weight": vtw_weight, "seed": seed},
+             system_run(profile, task, variant, scale, seed, vtw_weight))
+            for seed in range(task_seeds(profile, task, seeds)) for variant, scale, vtw_weight in analysed_models(num_classes)]
 
 
 def grid(profile: str, seeds: int) -> list[Run]:
-    """Every training of chapter 11 at ``profile``: the λ table's, then the score analysis's that the table
-    does not already train (its DP models with λ = 10 and 100 are the table's). Loads every corpus first."""
+    """Every training of chapter 11 at ``profile``: the λ table's, then the token analysis's that the table
+    does not already train (e.g. DP and AD at scale 10 are the table's). Loads every corpus first."""
     settings = SETTINGS[profile]
     tasks = {name: cached_task(name, settings["train"]) for name in settings["tasks"]}   # all before training
     runs = [run for name, task in tasks.items()
@@ -429,8 +478,9 @@ def execute(run: Run) -> dict[str, Any]:
     """Train the model of a :func:`system_run` and evaluate it.
 
     Returns:
-        ``{"task", "corpus", "num_classes", "dev_accuracy", "test_accuracy"}`` (the task's name and
-        provenance) and, for DP, ``"analysis"``: :func:`score_analysis`.
+        ``{"task", "corpus", "num_classes", "dev_accuracy", "test_accuracy", "best_epoch", "correct"}`` (the
+        task's name and provenance; ``correct``: 0/1 per test document) and, for an analysed model
+        (:func:`analysed_models`), ``"analysis"``: :func:`token_analysis`.
 
     Raises:
         ValueError: ``run`` is not a ``"system"`` run.
@@ -439,35 +489,57 @@ def execute(run: Run) -> dict[str, Any]:
         raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
     settings = SETTINGS[run["profile"]]
     task = cached_task(run["task"], settings["train"])
-    result = fit_sun_lu(task, run["variant"], run["lam"], run["seed"], settings["epochs"],
+    result = fit_sun_lu(task, run["variant"], run["scale"], run["seed"], settings["epochs"],
                         weight_decay=settings["weight_decay"], vtw_weight=run["vtw_weight"],
-                        device=training_device(run["profile"]))
+                        device=training_device(run["profile"]), patience=settings["patience"])
     out = {"task": task.name, "corpus": task.provenance, "num_classes": task.num_classes,
-           "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy}
-    if run["variant"] == "DP":
-        out["analysis"] = score_analysis(result.model, task)
+           "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy, "best_epoch": result.best_epoch,
+           "correct": correct_predictions(result.model, task.test).int().tolist()}
+    if (run["variant"], run["scale"], run["vtw_weight"]) in analysed_models(task.num_classes):
+        out["analysis"] = token_analysis(result.model, task)
     return out
 
 
+def _per_model(plan: Plan, done: dict[Run, dict[str, Any]], key: str) -> dict[Model, list[Any]]:
+    """``{(variant, scale, vtw_weight): [result[key] of seed 0, 1, ...]}`` over the runs of ``plan``."""
+    grouped: dict[Model, list[Any]] = {}
+    for run in dict.fromkeys(run for _, run in plan):
+        grouped.setdefault((run["variant"], run["scale"], run["vtw_weight"]), []).append(done[run][key])
+    return grouped
+
+
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Chapter 11's results from the runs of :func:`grid`: ``{"profile_note", "corpus": {task: provenance},
-    "lambda_table": [{"task", "variant", "lambda", "seed", "dev_accuracy", "test_accuracy"}], "scores":
-    [{"task", "seed", "lambda", "vtw_weight", "test_accuracy", "classes"[, "vtw", "average_weight_medians"]}]}``,
-    task by task (a median of a class without tokens is ``None``)."""
+    """Chapter 11's results from the runs of :func:`grid`, task by task.
+
+    Returns:
+        ``{"profile_note", "corpus": {task: provenance}, "seeds_per_task": {task: seeds}, "lambda_table":
+        [{"task", "variant", "scale", "seed", "dev_accuracy", "test_accuracy", "best_epoch"}], "scores":
+        [{"task", "variant", "scale", "vtw_weight", "seed", "test_accuracy", "classes"[, "vtw",
+        "average_weight_medians"]}] (:func:`analysis_medians`), "checks": {"seeds" (the fewest of any task),
+        "n_test": {task: test documents}, "datasets": [task], "claims":
+        :func:`~sparse_tutorial.experiments.classification_claims.judge`'s, every task's}}``.
+    """
     done = dict(zip(runs, results))
-    table, scores, corpora = [], [], {}
+    table, scores, corpora, seeds_per_task, n_test, claims = [], [], {}, {}, {}, {}
     for name in SETTINGS[profile]["tasks"]:
         table_plan = _table_plan(profile, seeds, name)
         first = done[table_plan[0][1]]          # any run of the task says its name, provenance and classes
+        scores_plan = _scores_plan(profile, seeds, name, first["num_classes"])
         corpora[first["task"]] = first["corpus"]
-        table += [{"task": done[run]["task"], **labels, "dev_accuracy": done[run]["dev_accuracy"],
-                   "test_accuracy": done[run]["test_accuracy"]} for labels, run in table_plan]
+        seeds_per_task[first["task"]] = task_seeds(profile, name, seeds)
+        n_test[first["task"]] = len(first["correct"])
+        table += [{"task": done[run]["task"], **labels,
+                   **{key: done[run][key] for key in ("dev_accuracy", "test_accuracy", "best_epoch")}}
+                  for labels, run in table_plan]
         scores += [{"task": done[run]["task"], **labels, "test_accuracy": done[run]["test_accuracy"],
-                    **done[run]["analysis"]}
-                   for labels, run in _scores_plan(profile, seeds, name, first["num_classes"])]
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "lambda_table": table, "scores": scores}
+                    **analysis_medians(done[run]["analysis"])} for labels, run in scores_plan]
+        claims.update(judge(name, first["num_classes"], _per_model(table_plan + scores_plan, done, "correct"),
+                            _per_model(scores_plan, done, "analysis")))
+    checks = {"seeds": min(seeds_per_task.values()), "n_test": n_test, "datasets": list(corpora), "claims": claims}
+    return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "seeds_per_task": seeds_per_task,
+            "lambda_table": table, "scores": scores, "checks": checks}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 11: the λ table and the score analysis, per task and seed (:func:`assemble`'s results), serially."""
+    """Chapter 11: the λ table, the token analysis and the verdicts (:func:`assemble`'s results), serially."""
     return sweep_experiment("classification", profile, seeds)
