@@ -92,7 +92,7 @@ def test_interpretability_grid_has_one_run_per_data_set_encoder_projection_and_s
     assert len(medium) == 2 * 9 * 3 + 9 * 3
 
 
-def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_corpora, monkeypatch):
+def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_corpora, monkeypatch, one_thread):
     monkeypatch.setitem(interpretability.SETTINGS, "quick", {"rotten_tomatoes": dict(
         train=None, epochs=1, dim=4, eval_examples=6, intermediate_examples=None, lambdas=(-2.0, 0.0, 0.8),
         encoders=("bilstm", "transformer"))})
@@ -113,7 +113,7 @@ def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_cor
     assert all(claim["verdict"] in ("✓", "✗", "?") for claim in checks["claims"].values())
 
 
-def test_intermediate_importance_can_be_measured_on_the_first_examples_only():
+def test_intermediate_importance_can_be_measured_on_the_first_examples_only(one_thread):
     task = toy_binary_task()
     model = fit(meister_config("bilstm", task.vocab_size, embed_dim=4, hidden_dim=4), task, epochs=1).model
     evaluation = interpretability.head(task.test, 8)
