@@ -1,15 +1,16 @@
 """Issue 20: the classification and interpretability experiments are grids of independent runs (``grid``,
 ``execute``, ``assemble``), put together into the JSON the chapters read, with the numbers of the building
 blocks the chapters call. Corpora are replaced by tiny in-memory tasks, so these tests need no cache."""
+import functools
 import math
 
 import pytest
 import torch
 
 from sparse_tutorial.experiments import classification, interpretability
-from sparse_tutorial.experiments.classification import Split, Task, lambda_table, synthetic_task
+from sparse_tutorial.experiments.classification import Split, Task, fit, lambda_table, synthetic_task
 from sparse_tutorial.experiments.sweep import Run, as_stored
-from sparse_tutorial.models.classifier import SUN_LU_VARIANTS
+from sparse_tutorial.models.classifier import SUN_LU_VARIANTS, meister_config
 
 
 def toy_binary_task() -> Task:
@@ -106,27 +107,49 @@ def test_classification_assembles_the_table_the_scores_and_the_checks_of_its_run
                for judged in claims.values())
 
 
-def test_interpretability_grid_has_one_run_per_encoder_projection_and_seed(toy_corpora):
+def test_interpretability_grid_has_one_run_per_data_set_encoder_projection_and_seed(toy_corpora):
     runs = interpretability.grid("full", seeds=2)
-    assert len(runs) == 2 * (2 + 7) * 2       # encoders x (softmax, sparsemax, 7 other sparsegen λ) x seeds
+    # 2 data sets x encoders x (softmax, sparsemax, 7 other sparsegen λ) x seeds
+    assert len(runs) == 2 * 2 * (2 + 7) * 2
     assert_distinct_system_runs(runs, "full")
+    assert {run["task"] for run in runs} == {"rotten_tomatoes", "newsgroups:hockey-vs-baseball"}
     assert len(interpretability.grid("quick", seeds=3)) == 2 * 4 * 3
+    medium = interpretability.grid("medium", seeds=3)    # 20 Newsgroups: BiLSTM only
+    assert len(medium) == 2 * 9 * 3 + 9 * 3
 
 
-def test_interpretability_assembles_the_rows_of_its_runs(toy_corpora, monkeypatch):
-    monkeypatch.setitem(interpretability.SETTINGS, "quick", dict(train=None, epochs=1, dim=4, eval_examples=6,
-                                                                 lambdas=(-2.0, 0.0, 0.8)))
+def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_corpora, monkeypatch, one_thread):
+    monkeypatch.setitem(interpretability.SETTINGS, "quick", {"rotten_tomatoes": dict(
+        train=None, epochs=1, dim=4, eval_examples=6, intermediate_examples=None, lambdas=(-2.0, 0.0, 0.8),
+        encoders=("bilstm", "transformer"))})
+    monkeypatch.setattr(interpretability, "judge", functools.partial(interpretability.judge, n_samples=50))
     result = interpretability.run("quick", seeds=1)
 
-    assert list(result) == ["profile_note", "corpus", "rows", "lambda_entropy_correlation"]
-    assert result["corpus"] == "synthetic_task(seed=0)"
-    assert [(row["encoder"], row["projection"], row["lambda"]) for row in result["rows"]] == \
+    assert list(result) == ["profile_note", "corpus", "rows", "checks"]
+    assert result["corpus"] == {"synthetic": "synthetic_task(seed=0)"}
+    assert [(row["encoder"], row["projection"], row["sparsegen_lambda"]) for row in result["rows"]] == \
         [(encoder, projection, lam) for encoder in ("bilstm", "transformer")
          for projection, lam in [("softmax", None), ("sparsemax", 0.0), ("sparsegen", -2.0), ("sparsegen", 0.8)]]
     assert result["rows"][:4] == as_stored(interpretability.sweep(   # the chapter's building block's numbers
         toy_binary_task(), ("bilstm",), (-2.0, 0.0, 0.8), (0,), epochs=1, eval_examples=6, embed_dim=4,
         hidden_dim=4, lr=2e-3))
-    assert list(result["lambda_entropy_correlation"]) == ["bilstm", "transformer"]
+    checks = result["checks"]
+    assert (checks["seeds"], checks["n_test"], checks["lambdas"]) == (1, {"synthetic": 6}, {"rotten_tomatoes": [-2.0, 0.0, 0.8]})
+    assert len(checks["claims"]) == 2 * 4        # per encoder: Table 1, Table 2, Fig. 3 twice
+    assert all(claim["verdict"] in ("✓", "✗", "?") for claim in checks["claims"].values())
+
+
+def test_intermediate_importance_can_be_measured_on_the_first_examples_only(one_thread):
+    task = toy_binary_task()
+    model = fit(meister_config("bilstm", task.vocab_size, embed_dim=4, hidden_dim=4), task, epochs=1).model
+    evaluation = interpretability.head(task.test, 8)
+    every = interpretability.importance_statistics(model, evaluation)
+    first = interpretability.importance_statistics(model, evaluation, intermediate_examples=3)
+    assert (every["intermediate_sentences"], first["intermediate_sentences"]) == (8, 3)
+    assert first["entropy_intermediate"] == pytest.approx(interpretability.importance_statistics(
+        model, interpretability.head(evaluation, 3))["entropy_intermediate"])
+    assert {key: value for key, value in first.items() if "intermediate" not in key} == \
+        {key: value for key, value in every.items() if "intermediate" not in key}
 
 
 @pytest.mark.parametrize("module", [classification, interpretability])
@@ -136,6 +159,6 @@ def test_execute_names_a_run_of_another_kind(module):
 
 
 def test_lambda_entropy_correlation_reads_a_stored_nan_as_nan():
-    rows = [{"encoder": "bilstm", "lambda": lam, "entropy_gradient": value}
+    rows = [{"encoder": "bilstm", "sparsegen_lambda": lam, "entropy_gradient": value}
             for lam, value in [(-2.0, 0.9), (0.0, None), (0.8, 0.5)]]      # None: a NaN read back from JSON
     assert math.isnan(interpretability.lambda_entropy_correlation(rows, "bilstm"))

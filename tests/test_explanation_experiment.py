@@ -38,7 +38,7 @@ def test_an_unknown_run_kind_is_named(tiny):
 
 def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_numbers(tiny):
     results = sweep_experiment("explanation", "quick", 2, threads_per_run=1)  # what E.run does, on one thread
-    assert list(results) == ["profile_note", "corpus", "erasure", "permutation", "adversarial", "baselines"]
+    assert list(results) == ["profile_note", "corpus", "erasure", "permutation", "adversarial", "baselines", "checks"]
     assert results["profile_note"] == E.PROFILE_NOTES["quick"]
     for test in ("erasure", "permutation", "adversarial", "baselines"):
         assert [row["seed"] for row in results[test]] == [0, 1]
@@ -70,3 +70,33 @@ def test_a_loop_over_baseline_models_gives_the_baselines_numbers(one_thread):
     stronger = fit(config, TASK, **E.baseline_models(base.model, adversary_weight=50.0)["adversary_trained"],
                    **training)
     assert E.mean_divergence(stronger.model, base.model, TASK.test) != expected["adversary_js_from_base"]
+
+
+def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
+    results = sweep_experiment("explanation", "quick", 2, threads_per_run=1)
+    checks = results["checks"]
+    assert checks["seeds"] == 2
+    assert checks["n_test"] == min(len(TASK.test.labels), TINY["eval_examples"])   # erasure: the evaluated head
+    assert len(checks["claims"]) == 5
+    for judged in checks["claims"].values():
+        assert set(judged) == {"verdict", "p", "difference", "test", "paper", "ci95"}
+    # the accuracy claims' differences are the accuracy gaps, averaged over the seeds
+    gap = sum(row["learned"] - row["uniform_trained"] for row in results["baselines"]) / 2
+    assert checks["claims"]["learned attention is no more accurate than uniform attention"]["difference"] == \
+        pytest.approx(gap)
+    free_gap = sum(row["encoder_free_frozen"] - row["encoder_free_uniform"] for row in results["baselines"]) / 2
+    assert checks["claims"]["without an encoder, the base model's frozen attention beats uniform attention"][
+        "difference"] == pytest.approx(free_gap)
+
+
+def test_per_sentence_correctness_and_flips_average_to_the_reported_rates(one_thread):
+    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY["dim"], hidden_dim=TINY["dim"])
+    base = fit(config, TASK, epochs=2, lr=0.05, optimizer=E.OPTIMIZER)
+    uniform = E.uniform_models(config, TASK, seed=0, epochs=2, lr=0.05, optimizer=E.OPTIMIZER)
+    for result in (base, *uniform.values()):
+        assert sum(E.correct(result, TASK.test)) / len(TASK.test.labels) == pytest.approx(result.test_accuracy)
+    assert uniform["encoder_free_uniform"].model.config.encoder == "none"
+    flips = E.erasure_flips(base.model, TASK.test)
+    assert E.flip_rates(flips) == E.erasure(base.model, TASK.test)
+    assert {name: len(flipped) for name, flipped in flips.items()} == dict.fromkeys(
+        ("attention", "random", "gradient", "any"), len(TASK.test.labels))

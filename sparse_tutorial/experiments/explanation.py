@@ -32,6 +32,7 @@ from sparse_tutorial.experiments.classification import (
     fit,
     uniform_attention,
 )
+from sparse_tutorial.experiments.explanation_claims import checks
 from sparse_tutorial.experiments.interpretability import head
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
@@ -48,17 +49,19 @@ from sparse_tutorial.models.classifier import (
     ClassifierOutput,
     meister_config,
     predictions,
+    sun_lu_config,
 )
 from sparse_tutorial.profiles import training_device
 
 
 @torch.no_grad()
-def erasure(model: AttentionClassifier, split: Split, seed: int = 0) -> dict[str, float]:
-    """Share of decisions that flip when one token is deleted, by how that token is chosen.
+def erasure_flips(model: AttentionClassifier, split: Split, seed: int = 0) -> dict[str, Tensor]:
+    """Per example with at least two tokens, whether deleting one token flips the decision, by how that
+    token is chosen: ``{"attention", "random", "gradient", "any"}``, each ``(examples,)`` bool.
 
-    Only examples with at least two tokens count. "attention": the highest attention weight; "random": a
-    uniformly drawn real token; "gradient": the highest gradient importance (eq. 4); "any": some deletion
-    flips the decision (an upper bound for every single-token choice).
+    "attention": the highest attention weight; "random": a uniformly drawn real token; "gradient": the
+    highest gradient importance (eq. 4); "any": some deletion flips the decision (an upper bound for every
+    single-token choice).
     """
     ids, mask, _ = split
     keep = mask.sum(-1) > 1
@@ -73,9 +76,20 @@ def erasure(model: AttentionClassifier, split: Split, seed: int = 0) -> dict[str
     generator = torch.Generator().manual_seed(seed)
     random_pick = torch.multinomial(mask.float(), 1, generator=generator).squeeze(-1)
     picks = {"attention": output.weights.argmax(-1), "random": random_pick, "gradient": grad.argmax(-1)}
-    rates = {name: flipped.gather(1, pick.unsqueeze(-1)).float().mean().item() for name, pick in picks.items()}
-    rates["any"] = (flipped & mask).any(-1).float().mean().item()
-    return rates
+    flips = {name: flipped.gather(1, pick.unsqueeze(-1)).squeeze(-1) for name, pick in picks.items()}
+    flips["any"] = (flipped & mask).any(-1)
+    return flips
+
+
+def flip_rates(flips: dict[str, Tensor]) -> dict[str, float]:
+    """The share of examples whose decision flips, per way of choosing the token: the means of ``flips``."""
+    return {name: flipped.float().mean().item() for name, flipped in flips.items()}
+
+
+def erasure(model: AttentionClassifier, split: Split, seed: int = 0) -> dict[str, float]:
+    """Share of decisions that flip when one token is deleted, by how that token is chosen: the means of
+    :func:`erasure_flips`. Only examples with at least two tokens count."""
+    return flip_rates(erasure_flips(model, split, seed))
 
 
 @torch.no_grad()
@@ -156,20 +170,30 @@ def mean_divergence(model: AttentionClassifier, other: AttentionClassifier, spli
 
 
 BASELINES = ("learned", "uniform_at_test_time", "uniform_trained", "frozen_trained", "adversary_trained",
-             "adversary_js_from_base")
+             "adversary_js_from_base", "encoder_free_uniform", "encoder_free_frozen")
 """The keys of :func:`baselines`, in its order."""
 
 
 def in_baseline_order(values: dict[str, float]) -> dict[str, float]:
-    """What :func:`uniform_trained` and :func:`learned_baselines` measured, keyed in the order of :data:`BASELINES`."""
+    """What :func:`uniform_models` and :func:`learned_baselines` measured, keyed in the order of :data:`BASELINES`."""
     return {key: values[key] for key in BASELINES}
 
 
-def uniform_trained(config: ClassifierConfig, task: Task, seed: int, epochs: int, lr: float, optimizer: str,
-                    device: str | torch.device = "cpu") -> float:
-    """Test accuracy of a model trained (on ``device``) with uniform attention (W&P §3)."""
-    return fit(config, task, attention_source=uniform_attention, epochs=epochs, lr=lr, seed=seed,
-               optimizer=optimizer, device=device).test_accuracy
+def encoder_free_config(config: ClassifierConfig) -> ClassifierConfig:
+    """Wiegreffe & Pinter's model without context (§4): ``config``'s vocabulary, classes and embedding size,
+    with additive attention straight over the word embeddings and no encoder, so that a fixed weight
+    multiplies one word's embedding."""
+    return sun_lu_config("AD", config.vocab_size, num_classes=config.num_classes, embed_dim=config.embed_dim)
+
+
+def uniform_models(config: ClassifierConfig, task: Task, seed: int, epochs: int, lr: float, optimizer: str,
+                   device: str | torch.device = "cpu") -> dict[str, FitResult]:
+    """The models trained (on ``device``) with uniform attention (W&P §3): ``config``'s
+    (``"uniform_trained"``) and the :func:`encoder_free_config` one (``"encoder_free_uniform"``)."""
+    training = dict(attention_source=uniform_attention, epochs=epochs, lr=lr, seed=seed, optimizer=optimizer,
+                    device=device)
+    return {"uniform_trained": fit(config, task, **training),
+            "encoder_free_uniform": fit(encoder_free_config(config), task, **training)}
 
 
 def baseline_models(base: AttentionClassifier, adversary_weight: float = 1.0) -> dict[str, dict[str, Any]]:
@@ -181,43 +205,59 @@ def baseline_models(base: AttentionClassifier, adversary_weight: float = 1.0) ->
             "adversary_trained": {"extra_loss": divergence_bonus(base, adversary_weight)}}
 
 
-def learned_baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
-                      optimizer: str, adversary_weight: float = 1.0,
-                      device: str | torch.device = "cpu") -> dict[str, float]:
-    """The baselines that need the learned model ``base``: its accuracy, with uniform attention at test time,
-    and the accuracies of models trained (on ``device``) with its attention frozen in and of a trained
-    adversary (W&P §4), with the adversary's divergence from it."""
+def base_models(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
+                optimizer: str, adversary_weight: float = 1.0,
+                device: str | torch.device = "cpu") -> dict[str, FitResult]:
+    """The models that need the learned ``base``, trained on ``device``: with its attention frozen in
+    (``"frozen_trained"``; and into the :func:`encoder_free_config` model, ``"encoder_free_frozen"``) and
+    a trained adversary (``"adversary_trained"``, W&P §4)."""
     common = dict(epochs=epochs, lr=lr, seed=seed, optimizer=optimizer, device=device)
     models = baseline_models(base.model, adversary_weight)
-    frozen = fit(config, task, **models["frozen_trained"], **common)
-    adversary = fit(config, task, **models["adversary_trained"], **common)
+    return {"frozen_trained": fit(config, task, **models["frozen_trained"], **common),
+            "adversary_trained": fit(config, task, **models["adversary_trained"], **common),
+            "encoder_free_frozen": fit(encoder_free_config(config), task, **models["frozen_trained"], **common)}
+
+
+def learned_baselines(base: FitResult, models: dict[str, FitResult], task: Task) -> dict[str, float]:
+    """The accuracies that need the learned model ``base``: its own, with uniform attention at test time, and
+    those of :func:`base_models`' ``models``, with the trained adversary's divergence from it."""
     return {"learned": base.test_accuracy,
             "uniform_at_test_time": accuracy(base.model, task.test, uniform_attention),
-            "frozen_trained": frozen.test_accuracy,
-            "adversary_trained": adversary.test_accuracy,
-            "adversary_js_from_base": mean_divergence(adversary.model, base.model, task.test)}
+            **{name: result.test_accuracy for name, result in models.items()},
+            "adversary_js_from_base": mean_divergence(models["adversary_trained"].model, base.model, task.test)}
 
 
 def baselines(config: ClassifierConfig, task: Task, base: FitResult, seed: int, epochs: int, lr: float,
               optimizer: str, adversary_weight: float = 1.0,
               device: str | torch.device = "cpu") -> dict[str, Any]:
     """Accuracies of the learned model and of the uniform / frozen / trained-adversary models (W&P), each
-    trained on ``device``: :func:`uniform_trained` and :func:`learned_baselines`, keyed as :data:`BASELINES`."""
+    trained on ``device``: :func:`uniform_models` and :func:`learned_baselines`, keyed as :data:`BASELINES`."""
     training = dict(seed=seed, epochs=epochs, lr=lr, optimizer=optimizer, device=device)
-    return in_baseline_order({"uniform_trained": uniform_trained(config, task, **training),
-                              **learned_baselines(config, task, base, adversary_weight=adversary_weight,
-                                                  **training)})
+    uniform = {name: result.test_accuracy for name, result in uniform_models(config, task, **training).items()}
+    models = base_models(config, task, base, adversary_weight=adversary_weight, **training)
+    return in_baseline_order({**uniform, **learned_baselines(base, models, task)})
+
+
+@torch.no_grad()
+def correct(result: FitResult, split: Split) -> list[int]:
+    """Per example of ``split``: 1 if ``result``'s model (given its fixed attention, if it was trained with
+    one) classifies it correctly, else 0; their mean is :func:`accuracy`'s."""
+    ids, mask, labels = split
+    result.model.eval()
+    weights = result.attention_source(ids, mask) if result.attention_source is not None else None
+    return (predictions(result.model(ids, mask, attention_weights=weights).logits) == labels).int().tolist()
 
 
 SETTINGS = {
     "quick": dict(train=4000, epochs=3, dim=32, eval_examples=300),
-    "medium": dict(train=4000, epochs=3, dim=32, eval_examples=300),
+    "medium": dict(train=None, epochs=4, dim=32, eval_examples=500),
     "full": dict(train=None, epochs=8, dim=64, eval_examples=1000),
 }
 PROFILE_NOTES = {
     "quick": "quick profile: 4,000 training sentences, 3 epochs, 32-dimensional BiLSTM",
-    "medium": "medium profile (shared 2-core CPU): the quick profile's size (4,000 training sentences, "
-              "3 epochs, 32-dimensional BiLSTM, 300 test sentences) with several seeds",
+    "medium": "medium profile (shared 2-core CPU): all 8,454 training sentences, 4 epochs (best on dev), "
+              "32-dimensional BiLSTM, erasure, permutation and adversarial attention on 500 test sentences, "
+              "accuracies on the whole test set",
     "full": "full profile: 64-dimensional BiLSTM, 8 epochs, tests on 1,000 test sentences",
 }
 
@@ -233,8 +273,8 @@ def training_task(train: int | None) -> Task:
 
 
 def grid(profile: str, seeds: int) -> list[Run]:
-    """Per seed, the learned model with every test that needs it (``"base"``) and the model trained with
-    uniform attention (``"uniform"``). Loads the corpus first, so a missing one fails at once."""
+    """Per seed, the learned model with every test and model that needs it (``"base"``) and the models
+    trained with uniform attention (``"uniform"``). Loads the corpus first, so a missing one fails at once."""
     training_task(SETTINGS[profile]["train"])
     return [Run.of(kind, profile=profile, seed=seed) for seed in range(seeds) for kind in ("base", "uniform")]
 
@@ -242,9 +282,11 @@ def grid(profile: str, seeds: int) -> list[Run]:
 def execute(run: Run) -> dict[str, Any]:
     """One run of :func:`grid` at ``run["profile"]`` with ``run["seed"]``.
 
-    Returns for ``"base"``: ``{"erasure", "permutation", "adversarial", "baselines"}`` (dicts of
-    :func:`erasure`, :func:`permutation`, :func:`adversarial` and :func:`learned_baselines`); for
-    ``"uniform"``: ``{"uniform_trained": accuracy}``.
+    Returns for ``"base"``: ``{"erasure", "permutation", "adversarial", "baselines", "correct",
+    "erasure_flips"}`` (dicts of :func:`erasure`, :func:`permutation`, :func:`adversarial` and
+    :func:`learned_baselines`; per model, :func:`correct` on the whole test set; per way of choosing the
+    token, :func:`erasure_flips` as 0/1); for ``"uniform"``: ``{"baselines", "correct"}`` of
+    :func:`uniform_models`. The per-example lists stay in the run's file; :func:`assemble` reduces them.
 
     Raises:
         ValueError: if ``run.kind`` is neither.
@@ -255,31 +297,44 @@ def execute(run: Run) -> dict[str, Any]:
     training = dict(seed=seed, epochs=settings["epochs"], lr=LR, optimizer=OPTIMIZER,
                     device=training_device(run["profile"]))
     if run.kind == "uniform":
-        return {"uniform_trained": uniform_trained(config, task, **training)}
+        models = uniform_models(config, task, **training)
+        return {"baselines": {name: result.test_accuracy for name, result in models.items()},
+                "correct": {name: correct(result, task.test) for name, result in models.items()}}
     if run.kind != "base":
         raise ValueError(f"run.kind must be 'base' or 'uniform', got {run.kind!r}")
     base = fit(config, task, **training)
+    models = base_models(config, task, base, **training)
     evaluation = head(task.test, settings["eval_examples"])
-    return {"erasure": erasure(base.model, evaluation, seed=seed),
+    flips = erasure_flips(base.model, evaluation, seed=seed)
+    return {"erasure": flip_rates(flips),
             "permutation": permutation(base.model, evaluation, seed=seed),
             "adversarial": adversarial(base.model, evaluation),
-            "baselines": learned_baselines(config, task, base, **training)}
+            "baselines": learned_baselines(base, models, task),
+            "correct": {name: correct(result, task.test) for name, result in {"learned": base, **models}.items()},
+            "erasure_flips": {name: flipped.int().tolist() for name, flipped in flips.items()}}
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The dict that ``book/results/explanation.json`` holds: ``profile_note``, ``corpus`` and, for each of
+    """The dict that ``book/results/explanation.json`` holds: ``profile_note``, ``corpus``; for each of
     ``erasure``, ``permutation``, ``adversarial`` and ``baselines``, one row per seed (``{"seed", ...}``; a
-    median :func:`permutation` could not take is ``None``)."""
+    median :func:`permutation` could not take is ``None``); and ``checks``, the verdicts of
+    :func:`~sparse_tutorial.experiments.explanation_claims.checks` on the per-example results of every seed."""
     by_run = dict(zip(runs, results))
     rows: dict[str, list[dict[str, Any]]] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
+    correct_by_model: dict[str, list[list[int]]] = {}
+    flips_by_pick: dict[str, list[list[int]]] = {}
     for seed in range(seeds):
         base = by_run[Run.of("base", profile=profile, seed=seed)]
         uniform = by_run[Run.of("uniform", profile=profile, seed=seed)]
         for test in ("erasure", "permutation", "adversarial"):
             rows[test].append({"seed": seed, **base[test]})
-        rows["baselines"].append({"seed": seed, **in_baseline_order({**base["baselines"], **uniform})})
+        rows["baselines"].append({"seed": seed, **in_baseline_order({**base["baselines"], **uniform["baselines"]})})
+        for name, values in {**base["correct"], **uniform["correct"]}.items():
+            correct_by_model.setdefault(name, []).append(values)
+        for name, values in base["erasure_flips"].items():
+            flips_by_pick.setdefault(name, []).append(values)
     return {"profile_note": PROFILE_NOTES[profile], "corpus": training_task(SETTINGS[profile]["train"]).provenance,
-            **rows}
+            **rows, "checks": checks(correct_by_model, flips_by_pick)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:

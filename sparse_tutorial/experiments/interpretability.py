@@ -9,10 +9,11 @@ test sentences:
   the prediction (their Fig. 2), next to the entropy and the share of exact zeros of the attention itself;
 * Kendall's τ-b between the attention distribution and each importance measure (their Fig. 3);
 
-and, across the sparsegen λ grid, the Pearson correlation between λ and ``H̃(g_ŷ(x))`` (their Table 2).
+and, across the sparsegen λ grid, Kendall's τ-b between λ and ``H̃(g_ŷ(x))`` (their Table 2). The verdicts on
+the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability_claims`'s.
 
 ``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
-``book/results/interpretability.json`` (``--profile medium``: smaller models and grid, sized for a CPU):
+``book/results/interpretability.json`` (``--profile medium``: the stored run, sized for a shared 2-core CPU; :data:`SETTINGS`):
 a grid of runs (:func:`grid`, one per trained model), each trained and measured by :func:`execute` and
 combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
 """
@@ -22,9 +23,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.stats import pearsonr
+from scipy.stats import kendalltau
 
 from sparse_tutorial.experiments.classification import Split, Task, cached_task, fit
+from sparse_tutorial.experiments.interpretability_claims import judge
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
@@ -51,46 +53,60 @@ def head(split: Split, count: int) -> Split:
     return Split(split.token_ids[:count, :width], mask[:, :width], split.labels[:count])
 
 
-def importance_statistics(model: AttentionClassifier, split: Split) -> dict[str, float]:
-    """Means over the examples of ``split`` of every quantity in the module docstring."""
+def importance_statistics(model: AttentionClassifier, split: Split,
+                          intermediate_examples: int | None = None) -> dict[str, float]:
+    """Means over the examples of ``split`` of every quantity in the module docstring.
+
+    ``intermediate_examples``: measure ``H̃(g_{h_p}(x))`` on the first that many examples only (``None``: all
+    of them); it takes one backward pass per position, which on documents of hundreds of tokens costs far
+    more than everything else. ``"test_sentences"`` and ``"intermediate_sentences"`` say how many examples
+    each mean is over.
+    """
     ids, mask, _ = split
     with torch.no_grad():
         weights = model(ids, mask).weights
     grad = gradient_importance(model, ids, mask)
     loo = leave_one_out_importance(model, ids, mask)
-    inner = intermediate_importance(model, ids, mask)                          # (batch, p, i)
-    inner_entropy = normalized_entropy(inner, mask.unsqueeze(1).expand_as(inner))   # (batch, p)
-    inner_entropy = (inner_entropy * mask).sum(-1) / mask.sum(-1)
+    inner_split = split if intermediate_examples is None else head(split, intermediate_examples)
+    inner_mask = inner_split.mask
+    inner = intermediate_importance(model, inner_split.token_ids, inner_mask)          # (batch, p, i)
+    inner_entropy = normalized_entropy(inner, inner_mask.unsqueeze(1).expand_as(inner))   # (batch, p)
+    inner_entropy = (inner_entropy * inner_mask).sum(-1) / inner_mask.sum(-1)
+    inner_real = inner_mask.sum(-1) > 1
     real = mask.sum(-1) > 1
     return {
-        "entropy_intermediate": inner_entropy[real].mean().item(),
-        "entropy_intermediate_std": inner_entropy[real].std().item(),
+        "entropy_intermediate": inner_entropy[inner_real].mean().item(),
+        "entropy_intermediate_std": inner_entropy[inner_real].std().item(),
         "entropy_gradient": normalized_entropy(grad, mask)[real].mean().item(),
         "entropy_loo": normalized_entropy(loo, mask)[real].mean().item(),
         "entropy_attention": normalized_entropy(weights, mask)[real].mean().item(),
         "attention_zero_share": ((weights == 0) & mask).sum().item() / mask.sum().item(),
         "tau_gradient": np.nanmean(batched_kendall_tau_b(weights, grad, mask)[real].numpy()).item(),
         "tau_loo": np.nanmean(batched_kendall_tau_b(weights, loo, mask)[real].numpy()).item(),
+        "test_sentences": int(real.sum()),
+        "intermediate_sentences": int(inner_real.sum()),
     }
 
 
-def train_and_measure(task: Task, encoder: str, projection: str, lam: float | None, seed: int,
+def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambda: float | None, seed: int,
                       evaluation: Split, epochs: int, embed_dim: int = 64, hidden_dim: int = 64,
-                      lr: float = 1e-3, device: str | torch.device = "cpu") -> dict[str, Any]:
-    """Train ``encoder`` with attention ``projection`` (sparsegen's ``lam``; see :func:`projection_grid`) on
-    ``task`` (Adam, model chosen on dev; trained on ``device``) and measure it on ``evaluation`` on the CPU.
+                      lr: float = 1e-3, device: str | torch.device = "cpu",
+                      intermediate_examples: int | None = None) -> dict[str, Any]:
+    """Train ``encoder`` with attention ``projection`` (with ``sparsegen_lambda`` for sparsegen; see
+    :func:`projection_grid`) on ``task`` (Adam, model chosen on dev; trained on ``device``) and measure it
+    on ``evaluation`` on the CPU (``intermediate_examples``: see :func:`importance_statistics`).
 
     Returns:
-        ``{"task", "encoder", "projection", "lambda", "seed", "dev_accuracy", "test_accuracy"}`` and
-        :func:`importance_statistics`.
+        ``{"task", "encoder", "projection", "sparsegen_lambda", "seed", "dev_accuracy", "test_accuracy"}``
+        and :func:`importance_statistics`.
     """
     config = meister_config(encoder, task.vocab_size, projection=projection, num_classes=task.num_classes,
                             embed_dim=embed_dim, hidden_dim=hidden_dim,
-                            **({"lam": lam} if projection == "sparsegen" else {}))
+                            **({"lam": sparsegen_lambda} if projection == "sparsegen" else {}))
     result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
-    return {"task": task.name, "encoder": encoder, "projection": projection, "lambda": lam, "seed": seed,
-            "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
-            **importance_statistics(result.model, evaluation)}
+    return {"task": task.name, "encoder": encoder, "projection": projection, "sparsegen_lambda": sparsegen_lambda,
+            "seed": seed, "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
+            **importance_statistics(result.model, evaluation, intermediate_examples)}
 
 
 def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
@@ -99,46 +115,68 @@ def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float,
     """:func:`train_and_measure` every encoder × projection × seed on the first ``eval_examples`` test
     sentences."""
     evaluation = head(task.test, eval_examples)
-    return [train_and_measure(task, encoder, projection, lam, seed, evaluation, epochs, embed_dim=embed_dim,
-                              hidden_dim=hidden_dim, lr=lr, device=device)
-            for encoder in encoders for projection, lam in projection_grid(sparsegen_lambdas) for seed in seeds]
+    return [train_and_measure(task, encoder, projection, sparsegen_lambda, seed, evaluation, epochs,
+                              embed_dim=embed_dim, hidden_dim=hidden_dim, lr=lr, device=device)
+            for encoder in encoders for projection, sparsegen_lambda in projection_grid(sparsegen_lambdas)
+            for seed in seeds]
 
 
 def lambda_entropy_correlation(rows: list[dict[str, Any]], encoder: str,
                                key: str = "entropy_gradient") -> float:
-    """Pearson correlation between sparsegen λ (sparsemax counts as λ = 0) and ``key`` over runs.
+    """Kendall's τ-b (Meister et al.'s correlation, their footnote 2) between sparsegen λ (sparsemax counts
+    as λ = 0) and ``key`` over the runs of ``encoder``: their Table 2.
 
     A ``key`` of ``None`` (a NaN as stored in JSON) counts as NaN, and so makes the correlation NaN."""
-    chosen = [r for r in rows if r["encoder"] == encoder and r["lambda"] is not None]
+    chosen = [r for r in rows if r["encoder"] == encoder and r["sparsegen_lambda"] is not None]
     values = [float("nan") if r[key] is None else r[key] for r in chosen]
-    return float(pearsonr([r["lambda"] for r in chosen], values).statistic)
+    return float(kendalltau([r["sparsegen_lambda"] for r in chosen], values, variant="b").statistic)
 
+
+PAPER_LAMBDAS = (-4.0, -2.0, -1.0, 0.0, 0.25, 0.5, 0.75, 0.9)
+"""Meister et al.'s sparsegen λ grid (λ = 0 is sparsemax)."""
+ENCODERS = ("bilstm", "transformer")
+RT, NEWS = "rotten_tomatoes", "newsgroups:hockey-vs-baseball"
+"""The data sets, by their name in :data:`~sparse_tutorial.experiments.classification.TASKS`: short movie-review
+sentences, and 20 Newsgroups posts of up to 400 tokens, where sparse attention has room to leave most
+tokens out."""
 
 SETTINGS = {
-    "quick": dict(train=4000, epochs=3, dim=32, eval_examples=80, lambdas=(-2.0, 0.0, 0.8)),
-    "medium": dict(train=4000, epochs=3, dim=32, eval_examples=80, lambdas=(-2.0, 0.0, 0.8)),
-    "full": dict(train=None, epochs=8, dim=64, eval_examples=500,
-                 lambdas=(-4.0, -2.0, -1.0, 0.0, 0.25, 0.5, 0.75, 0.9)),
+    "quick": {RT: dict(train=4000, epochs=3, dim=32, eval_examples=80, intermediate_examples=None,
+                       lambdas=(-2.0, 0.0, 0.8), encoders=ENCODERS)},
+    "medium": {RT: dict(train=None, epochs=5, dim=32, eval_examples=500, intermediate_examples=None,
+                        lambdas=PAPER_LAMBDAS, encoders=ENCODERS),
+               NEWS: dict(train=None, epochs=3, dim=32, eval_examples=40, intermediate_examples=3,
+                          lambdas=PAPER_LAMBDAS, encoders=("bilstm",))},
+    "full": {RT: dict(train=None, epochs=8, dim=64, eval_examples=500, intermediate_examples=None,
+                      lambdas=PAPER_LAMBDAS, encoders=ENCODERS),
+             NEWS: dict(train=None, epochs=8, dim=64, eval_examples=500, intermediate_examples=100,
+                        lambdas=PAPER_LAMBDAS, encoders=ENCODERS)},
 }
+"""Per profile, the data sets and for each: training sentences (``None``: all), epochs (the best on dev is
+kept), model size, test items measured (``intermediate_examples``: of which ``H̃(g_h)`` is measured on the
+first that many, ``None``: all), the sparsegen λ grid and the encoders."""
 PROFILE_NOTES = {
-    "quick": "quick profile: 4,000 training sentences, 3 epochs, 32 dimensions, 3 values of sparsegen λ",
-    "medium": "medium profile (shared 2-core CPU): the quick profile's size (4,000 training sentences, "
-              "3 epochs, 32 dimensions, sparsegen λ in {-2, 0, 0.8}, 80 test sentences) with several seeds",
-    "full": "full profile: 64-dimensional models, 8 epochs, 8 values of sparsegen λ, 500 test sentences",
+    "quick": "quick profile: Rotten Tomatoes, 4,000 training sentences, 3 epochs, 32 dimensions, 3 values of "
+             "sparsegen λ, 80 test sentences",
+    "medium": "medium profile (shared 2-core CPU): all 8,454 Rotten Tomatoes training sentences, 5 epochs (best on "
+              "dev), 32 dimensions, the paper's 8 values of sparsegen λ, both encoders, 500 test sentences; and 20 "
+              "Newsgroups hockey vs baseball (posts of up to 400 tokens): BiLSTM, 3 epochs, the same λ, 40 test "
+              "posts (H̃(g_h) on the first 3)",
+    "full": "full profile: 64-dimensional models, 8 epochs, the paper's 8 values of sparsegen λ, 500 test items, "
+            "Rotten Tomatoes and 20 Newsgroups",
 }
-
-
-ENCODERS = ("bilstm", "transformer")
-TASK = "rotten_tomatoes"
-"""The task of :data:`~sparse_tutorial.experiments.classification.TASKS` the experiment trains on."""
 
 
 def grid(profile: str, seeds: int) -> list[Run]:
-    """One run per encoder × projection × seed at ``profile`` (kind ``"system"``); loads the corpus first."""
-    settings = SETTINGS[profile]
-    cached_task(TASK, settings["train"])   # before training: a missing corpus fails now
-    return [Run.of("system", profile=profile, encoder=encoder, projection=projection, lam=lam, seed=seed)
-            for encoder in ENCODERS for projection, lam in projection_grid(settings["lambdas"])
+    """One run per data set × encoder × projection × seed at ``profile`` (kind ``"system"``); loads every
+    corpus first."""
+    tasks = SETTINGS[profile]
+    for name, settings in tasks.items():
+        cached_task(name, settings["train"])   # before training: a missing corpus fails now
+    return [Run.of("system", profile=profile, task=name, encoder=encoder, projection=projection,
+                   sparsegen_lambda=sparsegen_lambda, seed=seed)
+            for name, settings in tasks.items() for encoder in settings["encoders"]
+            for projection, sparsegen_lambda in projection_grid(settings["lambdas"])
             for seed in range(seeds)]
 
 
@@ -153,26 +191,39 @@ def execute(run: Run) -> dict[str, Any]:
     """
     if run.kind != "system":
         raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
-    settings = SETTINGS[run["profile"]]
-    task = cached_task(TASK, settings["train"])
-    row = train_and_measure(task, run["encoder"], run["projection"], run["lam"], run["seed"],
+    settings = SETTINGS[run["profile"]][run["task"]]
+    task = cached_task(run["task"], settings["train"])
+    row = train_and_measure(task, run["encoder"], run["projection"], run["sparsegen_lambda"], run["seed"],
                             head(task.test, settings["eval_examples"]), settings["epochs"],
                             embed_dim=settings["dim"], hidden_dim=settings["dim"], lr=2e-3,
-                            device=training_device(run["profile"]))
+                            device=training_device(run["profile"]),
+                            intermediate_examples=settings["intermediate_examples"])
     return {"corpus": task.provenance, "row": row}
 
 
+def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The verdicts on Meister et al.'s claims (:func:`~sparse_tutorial.experiments.interpretability_claims.judge`)
+    and what they rest on: ``{"seeds": the fewest seeds of any (data set, encoder, λ), "n_test": {data set:
+    test items per run}, "lambdas": {data set: sparsegen λ grid}, "claims"}``."""
+    per_cell: dict[tuple, int] = {}
+    for row in rows:
+        cell = (row["task"], row["encoder"], row["sparsegen_lambda"])
+        per_cell[cell] = per_cell.get(cell, 0) + 1
+    return {"seeds": min(per_cell.values()),
+            "n_test": {row["task"]: row["test_sentences"] for row in rows},
+            "lambdas": {name: list(settings["lambdas"]) for name, settings in SETTINGS[profile].items()},
+            "claims": judge(rows)}
+
+
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus",
-    "rows": [train_and_measure's row], "lambda_entropy_correlation": {encoder: Pearson's r}}`` (a NaN
-    statistic is ``None``)."""
+    """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
+    set: provenance}, "rows": [train_and_measure's row], "checks": :func:`checks`}`` (a NaN is ``None``)."""
     rows = [result["row"] for result in results]
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": results[0]["corpus"], "rows": rows,
-            "lambda_entropy_correlation": {encoder: lambda_entropy_correlation(rows, encoder)
-                                           for encoder in ENCODERS}}
+    corpora = {result["row"]["task"]: result["corpus"] for result in results}
+    return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "rows": rows, "checks": checks(profile, rows)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 12 on the Rotten Tomatoes sentences: every encoder × projection × seed, and Table 2
-    (:func:`assemble`'s results), serially."""
+    """Chapter 12: every data set × encoder × projection × seed, and the verdicts (:func:`assemble`'s
+    results), serially."""
     return sweep_experiment("interpretability", profile, seeds)
