@@ -94,3 +94,11 @@ def test_claims_table_lists_contradictions_first_with_their_interval():
                          "fails": claim("p", -1.0, 0.01, "t"), "open": claim("p", 0.2, 0.3, "t")})
     assert [row["claim"] for row in rows] == ["fails", "open", "holds"]
     assert rows[2]["ours"] == "+0.412 [+0.1, +0.7]" and rows[0]["verdict"] == "✗"
+
+
+def test_verdicts_in_brief_names_every_claim_under_its_verdict_contradictions_first():
+    from sparse_tutorial.experiments.verdicts import verdicts_in_brief
+    brief = verdicts_in_brief({"holds": claim("p", 0.4, 0.01, "t"), "fails": claim("p", -0.4, 0.01, "t"),
+                               "unclear": claim("p", 0.1, 0.4, "t"), "also holds": claim("p", 0.3, 0.02, "t")})
+    assert brief.splitlines() == ["✗ (1): fails", "? (1): unclear", "✓ (2): holds; also holds"]
+    assert verdicts_in_brief({}).splitlines() == ["✗ (0): none", "? (0): none", "✓ (0): none"]

@@ -179,3 +179,12 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
                      "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
                      "paper": entry["paper"], "test": entry["test"]})
     return rows
+
+
+def verdicts_in_brief(claims: dict[str, dict[str, Any]]) -> str:
+    """One line per verdict, contradictions first: ``"✗ (2): claim; claim"``, for the top of a chapter."""
+    lines = []
+    for mark in VERDICT_ORDER:
+        names = [name for name, entry in claims.items() if entry["verdict"] == mark]
+        lines.append(f"{mark} ({len(names)}): " + ("; ".join(names) if names else "none"))
+    return "\n".join(lines)
