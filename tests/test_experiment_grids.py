@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sparse_tutorial.experiments import classification, interpretability
+from sparse_tutorial.experiments import classification, classification_data, interpretability
 from sparse_tutorial.experiments.classification import Split, Task, fit, lambda_table, synthetic_task
 from sparse_tutorial.experiments.sweep import Run, as_stored
 from sparse_tutorial.models.classifier import SUN_LU_VARIANTS, meister_config
@@ -34,7 +34,7 @@ def toy_corpora(monkeypatch):
     def load_task(corpus, categories=None, **kwargs):
         return toy_three_class_task() if categories == "motorcycles-med-guns" else toy_binary_task()
 
-    monkeypatch.setattr(classification, "load_task", load_task)
+    monkeypatch.setattr(classification_data, "load_task", load_task)
     classification.cached_task.cache_clear()
     yield
     classification.cached_task.cache_clear()

@@ -3,7 +3,7 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import classification, explanation, nmt, nmt_training, summarization
+from sparse_tutorial.experiments import classification, classification_data, explanation, nmt, nmt_training, summarization
 
 
 def no_training(*args, **kwargs):
@@ -33,7 +33,7 @@ def test_classification_loads_every_task_before_training(monkeypatch, empty_task
             raise CorpusNotFetchedError("fetch it with: python -m sparse_tutorial.data fetch newsgroups")
         return classification.synthetic_task(train_pairs=2, test_pairs=2)
 
-    monkeypatch.setattr(classification, "load_task", load_task)
+    monkeypatch.setattr(classification_data, "load_task", load_task)
     monkeypatch.setattr(classification, "fit", no_training)
     with pytest.raises(CorpusNotFetchedError, match="fetch newsgroups"):
         classification.run("full", seeds=1)
