@@ -102,3 +102,5 @@ def test_verdicts_in_brief_names_every_claim_under_its_verdict_contradictions_fi
                                "unclear": claim("p", 0.1, 0.4, "t"), "also holds": claim("p", 0.3, 0.02, "t")})
     assert brief.splitlines() == ["✗ (1): fails", "? (1): unclear", "✓ (2): holds; also holds"]
     assert verdicts_in_brief({}).splitlines() == ["✗ (0): none", "? (0): none", "✓ (0): none"]
+    many = {f"claim {k}": claim("p", 0.4, 0.01, "t") for k in range(5)}
+    assert verdicts_in_brief(many, most=2).splitlines()[2] == "✓ (5): claim 0; claim 1; and 3 more"

@@ -181,10 +181,12 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
-def verdicts_in_brief(claims: dict[str, dict[str, Any]]) -> str:
-    """One line per verdict, contradictions first: ``"✗ (2): claim; claim"``, for the top of a chapter."""
+def verdicts_in_brief(claims: dict[str, dict[str, Any]], most: int = 8) -> str:
+    """One line per verdict, contradictions first: ``"✗ (2): claim; claim"``, for the top of a chapter.
+    A verdict with more than ``most`` claims names the first ``most`` and counts the others."""
     lines = []
     for mark in VERDICT_ORDER:
         names = [name for name, entry in claims.items() if entry["verdict"] == mark]
-        lines.append(f"{mark} ({len(names)}): " + ("; ".join(names) if names else "none"))
+        shown = "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
+        lines.append(f"{mark} ({len(names)}): " + (shown or "none"))
     return "\n".join(lines)
