@@ -104,3 +104,13 @@ def test_verdicts_in_brief_names_every_claim_under_its_verdict_contradictions_fi
     assert verdicts_in_brief({}).splitlines() == ["✗ (0): none", "? (0): none", "✓ (0): none"]
     many = {f"claim {k}": claim("p", 0.4, 0.01, "t") for k in range(5)}
     assert verdicts_in_brief(many, most=2).splitlines()[2] == "✓ (5): claim 0; claim 1; and 3 more"
+
+
+def test_described_claim_gives_the_numbers_a_sentence_needs():
+    from sparse_tutorial.experiments.verdicts import described_claim
+    judged = claim("p", -0.0148, 0.046, "t", ci95=(-0.0293, -0.00095))
+    assert described_claim(judged) == "✗ (-0.01, 95 % interval [-0.03, -0.00], p = 0.046)"
+    assert (described_claim(judged, 100, "+.1f", " points", with_verdict=False)
+            == "-1.5 points (95 % interval [-2.9, -0.1], p = 0.046)")
+    assert (described_claim(claim("p", 0.68, 6.6e-6, "t"), label="τ-b = ")
+            == "✓ (τ-b = +0.68, p = 6.6e-06)")

@@ -190,3 +190,20 @@ def verdicts_in_brief(claims: dict[str, dict[str, Any]], most: int = 8) -> str:
         shown = "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
         lines.append(f"{mark} ({len(names)}): " + (shown or "none"))
     return "\n".join(lines)
+
+
+def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f", unit: str = "", label: str = "",
+                    with_verdict: bool = True) -> str:
+    """A judged claim's numbers for a sentence of a chapter, e.g. ``"✗ (τ-b = +0.68, 95 % interval [+0.50,
+    +0.83], p = 6.6e-06)"``: ``label``, the difference times ``scale`` formatted by ``spec`` with ``unit``, its
+    interval when there is one, and p. Without the verdict: ``"+1.5 points (95 % interval [...], p = 0.046)"``."""
+    def number(value: float) -> str:
+        return f"{scale * value:{spec}}"
+
+    details = []
+    if entry.get("ci95"):
+        low, high = entry["ci95"]
+        details.append(f"95 % interval [{number(low)}, {number(high)}]")
+    details.append("p n/a" if entry["p"] is None else f"p = {entry['p']:.2g}")
+    value = f"{label}{number(entry['difference'])}{unit}"
+    return f"{entry['verdict']} ({value}, {', '.join(details)})" if with_verdict else f"{value} ({', '.join(details)})"
