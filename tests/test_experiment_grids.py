@@ -3,6 +3,7 @@
 blocks the chapters call. Corpora are replaced by tiny in-memory tasks, so these tests need no cache."""
 import functools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -67,9 +68,9 @@ def test_classification_medium_grid_trains_the_newsgroups_tasks_with_seed_0_only
 
 
 def test_classification_assembles_the_table_the_scores_and_the_checks_of_its_runs(toy_corpora, monkeypatch):
-    monkeypatch.setitem(classification.SETTINGS, "quick", dict(
-        tasks=("rotten_tomatoes", "newsgroups:motorcycles-med-guns"), train=None, epochs=1, patience=None,
-        scales=(0.5, 10), weight_decay=0.0, max_seeds={"newsgroups:motorcycles-med-guns": 1}))
+    monkeypatch.setitem(classification.SIZES, "quick", replace(
+        classification.SIZES["quick"], tasks=("rotten_tomatoes", "newsgroups:motorcycles-med-guns"), n_train=None,
+        epochs=1, scales=(0.5, 10), max_seeds={"newsgroups:motorcycles-med-guns": 1}))
     result = classification.run("quick", seeds=2)
 
     assert list(result) == ["profile_note", "corpus", "seeds_per_task", "lambda_table", "scores", "checks"]
@@ -119,9 +120,10 @@ def test_interpretability_grid_has_one_run_per_data_set_encoder_projection_and_s
 
 
 def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_corpora, monkeypatch, one_thread):
-    monkeypatch.setitem(interpretability.SETTINGS, "quick", {"rotten_tomatoes": dict(
-        train=None, epochs=1, dim=4, eval_examples=6, intermediate_examples=None, lambdas=(-2.0, 0.0, 0.8),
-        encoders=("bilstm", "transformer"))})
+    quick = interpretability.SIZES["quick"]
+    monkeypatch.setitem(interpretability.SIZES, "quick", replace(quick, tasks={"rotten_tomatoes": replace(
+        quick.tasks["rotten_tomatoes"], n_train=None, epochs=1, embedding_dim=4, hidden_dim=4, n_test=6,
+        sparsegen_lambdas=(-2.0, 0.0, 0.8), encoders=("bilstm", "transformer"))}))
     monkeypatch.setattr(interpretability, "judge", functools.partial(interpretability.judge, n_samples=50))
     result = interpretability.run("quick", seeds=1)
 

@@ -75,9 +75,9 @@ def test_frozen_attention_hands_back_weights_on_the_device_of_the_ids():
 
 
 def test_medium_and_full_profiles_cover_every_scale_of_table_2():
-    from sparse_tutorial.experiments.classification import SETTINGS
+    from sparse_tutorial.experiments.classification import SIZES
     table_2 = (0.001, 1, 10, 20, 50, 100, 10000)
-    assert SETTINGS["medium"]["scales"] == table_2 and SETTINGS["full"]["scales"] == table_2
+    assert SIZES["medium"].scales == table_2 and SIZES["full"].scales == table_2
 
 
 def test_training_device_is_the_cpu_below_the_full_profile():

@@ -1,6 +1,8 @@
 """sparse_tutorial.experiments.explanation as a sweep: its grid of runs, and the results assembled from them
 on a tiny synthetic task (no download needed) -- the shape chapter 13 reads, with the numbers the chapter's
 building blocks give."""
+from dataclasses import replace
+
 import pytest
 
 from sparse_tutorial.experiments import explanation as E
@@ -10,14 +12,14 @@ from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run, as_stored
 from sparse_tutorial.models.classifier import meister_config
 
-TINY = dict(train=None, epochs=2, dim=6, eval_examples=10)
+TINY = replace(E.SIZES["quick"], n_train=None, epochs=2, embedding_dim=6, hidden_dim=6, n_test=10)
 TASK = synthetic_task(num_polar=3, num_neutral=4, length=6, polar_per_doc=1, train_pairs=40, test_pairs=20)
 
 
 @pytest.fixture
 def tiny(monkeypatch, one_thread):
     """The quick profile on TASK with a tiny model, trained fast enough that the seeds' numbers differ."""
-    monkeypatch.setitem(E.SETTINGS, "quick", TINY)
+    monkeypatch.setitem(E.SIZES, "quick", TINY)
     monkeypatch.setattr(E, "LR", 0.05)
     monkeypatch.setattr(E, "training_task", lambda train: TASK)
 
@@ -39,16 +41,16 @@ def test_an_unknown_run_kind_is_named(tiny):
 def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_numbers(tiny):
     results = sweep_experiment("explanation", "quick", 2, threads_per_run=1)  # what E.run does, on one thread
     assert list(results) == ["profile_note", "corpus", "erasure", "permutation", "adversarial", "baselines", "checks"]
-    assert results["profile_note"] == E.PROFILE_NOTES["quick"]
+    assert results["profile_note"] == E.SIZES["quick"].note
     for test in ("erasure", "permutation", "adversarial", "baselines"):
         assert [row["seed"] for row in results[test]] == [0, 1]
     assert results["baselines"][0]["uniform_trained"] != results["baselines"][1]["uniform_trained"]
     assert list(results["baselines"][0]) == ["seed", *E.BASELINES]
     # seed 1 computed directly, as chapter 13 does, gives the same numbers (as stored: a NaN is None)
-    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY["dim"], hidden_dim=TINY["dim"])
-    training = dict(seed=1, epochs=TINY["epochs"], lr=E.LR, optimizer=E.OPTIMIZER)
+    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
+    training = dict(seed=1, epochs=TINY.epochs, lr=E.LR, optimizer=E.OPTIMIZER)
     base = fit(config, TASK, **training)
-    evaluation = head(TASK.test, TINY["eval_examples"])
+    evaluation = head(TASK.test, TINY.n_test)
     expected = {"erasure": E.erasure(base.model, evaluation, seed=1),
                 "permutation": E.permutation(base.model, evaluation, seed=1),
                 "adversarial": E.adversarial(base.model, evaluation),
@@ -60,8 +62,8 @@ def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_number
 def test_a_loop_over_baseline_models_gives_the_baselines_numbers(one_thread):
     """Chapter 13 trains W&P's models in a visible loop over :func:`baseline_models`: the same accuracies
     as :func:`baselines`, and the adversary's weight reaches its loss."""
-    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY["dim"], hidden_dim=TINY["dim"])
-    training = dict(seed=0, epochs=TINY["epochs"], lr=0.05, optimizer=E.OPTIMIZER)
+    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
+    training = dict(seed=0, epochs=TINY.epochs, lr=0.05, optimizer=E.OPTIMIZER)
     base = fit(config, TASK, **training)
     trained = {name: fit(config, TASK, **how, **training) for name, how in E.baseline_models(base.model).items()}
     expected = E.baselines(config, TASK, base, **training)
@@ -76,7 +78,7 @@ def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
     results = sweep_experiment("explanation", "quick", 2, threads_per_run=1)
     checks = results["checks"]
     assert checks["seeds"] == 2
-    assert checks["n_test"] == min(len(TASK.test.labels), TINY["eval_examples"])   # erasure: the evaluated head
+    assert checks["n_test"] == min(len(TASK.test.labels), TINY.n_test)   # erasure: the evaluated head
     assert len(checks["claims"]) == 5
     for judged in checks["claims"].values():
         assert set(judged) == {"verdict", "p", "difference", "test", "paper", "ci95"}
@@ -90,7 +92,7 @@ def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
 
 
 def test_per_sentence_correctness_and_flips_average_to_the_reported_rates(one_thread):
-    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY["dim"], hidden_dim=TINY["dim"])
+    config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
     base = fit(config, TASK, epochs=2, lr=0.05, optimizer=E.OPTIMIZER)
     uniform = E.uniform_models(config, TASK, seed=0, epochs=2, lr=0.05, optimizer=E.OPTIMIZER)
     for result in (base, *uniform.values()):

@@ -1,5 +1,7 @@
 """Issue 17: the verdicts on Meister et al.'s claims (interpretability_claims.judge) and the ``checks`` of
 experiment ``interpretability``, on made-up rows whose trend is known, so each rule is seen to give ✓, ✗ and ?."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -74,8 +76,10 @@ def test_checks_say_what_the_verdicts_rest_on(monkeypatch):
     made = rows(slope=-0.1) + rows(slope=-0.1, seeds=2, task="newsgroups:hockey-vs-baseball")
     for row in made[-18:]:
         row["test_sentences"] = 40
-    monkeypatch.setitem(interpretability.SETTINGS, "medium", {
-        "rotten_tomatoes": dict(lambdas=LAMBDAS), "newsgroups:hockey-vs-baseball": dict(lambdas=(0.0, 0.5))})
+    medium = interpretability.SIZES["medium"]
+    monkeypatch.setitem(interpretability.SIZES, "medium", replace(medium, tasks={
+        name: replace(sizes, sparsegen_lambdas=LAMBDAS if name == "rotten_tomatoes" else (0.0, 0.5))
+        for name, sizes in medium.tasks.items()}))
     checks = interpretability.checks("medium", made)
     assert checks["seeds"] == 2
     assert checks["n_test"] == {"rotten_tomatoes": 500, "newsgroups:hockey-vs-baseball": 40}
@@ -87,7 +91,7 @@ def test_checks_say_what_the_verdicts_rest_on(monkeypatch):
 
 @pytest.mark.parametrize("profile", ["medium", "full"])
 def test_the_stored_runs_use_the_papers_lambda_grid_and_enough_test_sentences(profile):
-    settings = interpretability.SETTINGS[profile]
-    assert settings["rotten_tomatoes"]["lambdas"] == (-4.0, -2.0, -1.0, 0.0, 0.25, 0.5, 0.75, 0.9)
-    assert settings["rotten_tomatoes"]["eval_examples"] >= 500 and settings["rotten_tomatoes"]["train"] is None
-    assert "newsgroups:hockey-vs-baseball" in settings
+    tasks = interpretability.SIZES[profile].tasks
+    assert tasks["rotten_tomatoes"].sparsegen_lambdas == (-4.0, -2.0, -1.0, 0.0, 0.25, 0.5, 0.75, 0.9)
+    assert tasks["rotten_tomatoes"].n_test >= 500 and tasks["rotten_tomatoes"].n_train is None
+    assert "newsgroups:hockey-vs-baseball" in tasks

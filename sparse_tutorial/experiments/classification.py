@@ -28,6 +28,8 @@ below runs on CPU tensors; the profiles choose it with :func:`~sparse_tutorial.p
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -275,24 +277,45 @@ def analysis_medians(analysis: dict[str, Any]) -> dict[str, Any]:
     return medians
 
 
-SETTINGS = {
-    "quick": dict(tasks=("rotten_tomatoes",), train=2500, epochs=2, patience=None, scales=(0.001, 10, 10000),
-                  weight_decay=0.0, max_seeds={}),
-    "medium": dict(tasks=tuple(TASKS), train=None, epochs=6, patience=2, scales=TABLE_2_SCALES, weight_decay=1e-5,
-                   max_seeds={"newsgroups:hockey-vs-baseball": 1, "newsgroups:motorcycles-med-guns": 1}),
-    "full": dict(tasks=tuple(TASKS), train=None, epochs=10, patience=None, scales=TABLE_2_SCALES,
-                 weight_decay=1e-5, max_seeds={}),
+@dataclass(frozen=True)
+class Sizes:
+    """Data and training sizes of one profile of :data:`SIZES`.
+
+    Attributes:
+        tasks: the tasks of :data:`TASKS` that are trained.
+        n_train: training examples per task (``None``: all of them).
+        epochs, patience: the most epochs, and early stopping on dev accuracy (``None``: off).
+        scales: the scaling factors λ of the table (Sun & Lu's λ, ``scale`` in code and results).
+        weight_decay: the L2 weight of DP-L, DP-A and AD.
+        max_seeds: the tasks trained with fewer seeds than asked for (``{task: at most}``).
+        note: the profile in a sentence, written into the results as ``"profile_note"``.
+    """
+
+    tasks: tuple[str, ...]
+    n_train: int | None
+    epochs: int
+    patience: int | None
+    scales: tuple[float, ...]
+    weight_decay: float
+    max_seeds: Mapping[str, int]
+    note: str
+
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(tasks=("rotten_tomatoes",), n_train=2500, epochs=2, patience=None, scales=(0.001, 10, 10000),
+                   weight_decay=0.0, max_seeds={},
+                   note="quick profile: 2,500 training sentences, 2 epochs, 3 scales λ, no L2 regularisation"),
+    "medium": Sizes(tasks=tuple(TASKS), n_train=None, epochs=6, patience=2, scales=TABLE_2_SCALES, weight_decay=1e-5,
+                    max_seeds={"newsgroups:hockey-vs-baseball": 1, "newsgroups:motorcycles-med-guns": 1},
+                    note="medium profile (shared 2-core CPU): the whole training sets of Rotten Tomatoes (every "
+                         "seed), 20News I and 20News II (seed 0 only); all 7 scales λ of Table 2, up to 6 epochs "
+                         "with early stopping on dev (patience 2), L2 (1e-5) on DP-L, DP-A and AD as in the paper"),
+    "full": Sizes(tasks=tuple(TASKS), n_train=None, epochs=10, patience=None, scales=TABLE_2_SCALES,
+                  weight_decay=1e-5, max_seeds={},
+                  note="full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on "
+                       "DP-L/DP-A/AD"),
 }
-"""Per profile: the tasks of :data:`TASKS`, training examples per task (``None``: all), the most epochs,
-early-stopping patience on dev, the scales λ of the table, the L2 weight of DP-L/DP-A/AD, and
-``max_seeds``: the tasks trained with fewer seeds than asked for (``{task: at most}``)."""
-PROFILE_NOTES = {
-    "quick": "quick profile: 2,500 training sentences, 2 epochs, 3 scales λ, no L2 regularisation",
-    "medium": "medium profile (shared 2-core CPU): the whole training sets of Rotten Tomatoes (every seed), "
-              "20News I and 20News II (seed 0 only); all 7 scales λ of Table 2, up to 6 epochs with early "
-              "stopping on dev (patience 2), L2 (1e-5) on DP-L, DP-A and AD as in the paper",
-    "full": "full profile: Rotten Tomatoes, 20News I and 20News II; all λ, 10 epochs, L2 on DP-L/DP-A/AD",
-}
+"""The sizes of each profile of :data:`~sparse_tutorial.profiles.PROFILES`."""
 ANALYSED_MODELS: tuple[Model, ...] = (("DP", 10.0, 0.0), ("DP", 100.0, 0.0), ("DP", 10.0, 1.0), ("AD", 10.0, 0.0))
 """``(variant, scale, vtw_weight)`` of the models whose tokens chapter 11 analyses (:func:`token_analysis`):
 DP at λ = 10 (Figs. 2, 3c, 5) and 100 (Fig. 3b), DP with Sun & Lu's ``VᵀW`` regularizer (binary tasks
@@ -309,7 +332,7 @@ def analysed_models(num_classes: int) -> list[Model]:
 
 def task_seeds(profile: str, task: str, seeds: int) -> int:
     """How many of the ``seeds`` asked for ``task`` trains at ``profile`` (its ``max_seeds`` cap)."""
-    return min(seeds, SETTINGS[profile]["max_seeds"].get(task, seeds))
+    return min(seeds, SIZES[profile].max_seeds.get(task, seeds))
 
 
 def system_run(profile: str, task: str, variant: str, scale: float, seed: int, vtw_weight: float = 0.0) -> Run:
@@ -322,7 +345,7 @@ def system_run(profile: str, task: str, variant: str, scale: float, seed: int, v
 def _table_plan(profile: str, seeds: int, task: str) -> Plan:
     """The rows of the λ table of ``task``: every variant × scale × seed."""
     return [({"variant": variant, "scale": scale, "seed": seed}, system_run(profile, task, variant, scale, seed))
-            for variant in SUN_LU_VARIANTS for scale in SETTINGS[profile]["scales"]
+            for variant in SUN_LU_VARIANTS for scale in SIZES[profile].scales
             for seed in range(task_seeds(profile, task, seeds))]
 
 
@@ -336,8 +359,8 @@ def _scores_plan(profile: str, seeds: int, task: str, num_classes: int) -> Plan:
 def grid(profile: str, seeds: int) -> list[Run]:
     """Every training of chapter 11 at ``profile``: the λ table's, then the token analysis's that the table
     does not already train (e.g. DP and AD at scale 10 are the table's). Loads every corpus first."""
-    settings = SETTINGS[profile]
-    tasks = {name: cached_task(name, settings["train"]) for name in settings["tasks"]}   # all before training
+    sizes = SIZES[profile]
+    tasks = {name: cached_task(name, sizes.n_train) for name in sizes.tasks}   # all before training
     runs = [run for name, task in tasks.items()
             for _, run in _table_plan(profile, seeds, name) + _scores_plan(profile, seeds, name, task.num_classes)]
     return list(dict.fromkeys(runs))
@@ -356,11 +379,11 @@ def execute(run: Run) -> dict[str, Any]:
     """
     if run.kind != "system":
         raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
-    settings = SETTINGS[run["profile"]]
-    task = cached_task(run["task"], settings["train"])
-    result = fit_sun_lu(task, run["variant"], run["scale"], run["seed"], settings["epochs"],
-                        weight_decay=settings["weight_decay"], vtw_weight=run["vtw_weight"],
-                        device=training_device(run["profile"]), patience=settings["patience"])
+    sizes = SIZES[run["profile"]]
+    task = cached_task(run["task"], sizes.n_train)
+    result = fit_sun_lu(task, run["variant"], run["scale"], run["seed"], sizes.epochs,
+                        weight_decay=sizes.weight_decay, vtw_weight=run["vtw_weight"],
+                        device=training_device(run["profile"]), patience=sizes.patience)
     out = {"task": task.name, "corpus": task.provenance, "num_classes": task.num_classes,
            "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy, "best_epoch": result.best_epoch,
            "correct": correct_predictions(result.model, task.test).int().tolist()}
@@ -390,7 +413,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     """
     done = dict(zip(runs, results))
     table, scores, corpora, seeds_per_task, n_test, claims = [], [], {}, {}, {}, {}
-    for name in SETTINGS[profile]["tasks"]:
+    for name in SIZES[profile].tasks:
         table_plan = _table_plan(profile, seeds, name)
         first = done[table_plan[0][1]]          # any run of the task says its name, provenance and classes
         scores_plan = _scores_plan(profile, seeds, name, first["num_classes"])
@@ -405,7 +428,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
         claims.update(judge(name, first["num_classes"], _per_model(table_plan + scores_plan, done, "correct"),
                             _per_model(scores_plan, done, "analysis")))
     checks = {"seeds": min(seeds_per_task.values()), "n_test": n_test, "datasets": list(corpora), "claims": claims}
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "seeds_per_task": seeds_per_task,
+    return {"profile_note": SIZES[profile].note, "corpus": corpora, "seeds_per_task": seeds_per_task,
             "lambda_table": table, "scores": scores, "checks": checks}
 
 

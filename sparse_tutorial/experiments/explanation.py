@@ -18,6 +18,7 @@ model trained with uniform attention; ``--workers N`` trains N at once.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -248,18 +249,37 @@ def correct(result: FitResult, split: Split) -> list[int]:
     return (predictions(result.model(ids, mask, attention_weights=weights).logits) == labels).int().tolist()
 
 
-SETTINGS = {
-    "quick": dict(train=4000, epochs=3, dim=32, eval_examples=300),
-    "medium": dict(train=None, epochs=4, dim=32, eval_examples=500),
-    "full": dict(train=None, epochs=8, dim=64, eval_examples=1000),
+@dataclass(frozen=True)
+class Sizes:
+    """Data, model and training sizes of one profile of :data:`SIZES`.
+
+    Attributes:
+        n_train: training sentences (``None``: all); the model of the epoch best on dev is kept.
+        epochs: the most epochs.
+        embedding_dim, hidden_dim: the BiLSTM.
+        n_test: test sentences of erasure, permutation and the adversaries (accuracies use the whole test set).
+        note: the profile in a sentence, written into the results as ``"profile_note"``.
+    """
+
+    n_train: int | None
+    epochs: int
+    embedding_dim: int
+    hidden_dim: int
+    n_test: int
+    note: str
+
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(n_train=4000, epochs=3, embedding_dim=32, hidden_dim=32, n_test=300,
+                   note="quick profile: 4,000 training sentences, 3 epochs, 32-dimensional BiLSTM"),
+    "medium": Sizes(n_train=None, epochs=4, embedding_dim=32, hidden_dim=32, n_test=500,
+                    note="medium profile (shared 2-core CPU): all 8,454 training sentences, 4 epochs (best on dev), "
+                         "32-dimensional BiLSTM, erasure, permutation and adversarial attention on 500 test "
+                         "sentences, accuracies on the whole test set"),
+    "full": Sizes(n_train=None, epochs=8, embedding_dim=64, hidden_dim=64, n_test=1000,
+                  note="full profile: 64-dimensional BiLSTM, 8 epochs, tests on 1,000 test sentences"),
 }
-PROFILE_NOTES = {
-    "quick": "quick profile: 4,000 training sentences, 3 epochs, 32-dimensional BiLSTM",
-    "medium": "medium profile (shared 2-core CPU): all 8,454 training sentences, 4 epochs (best on dev), "
-              "32-dimensional BiLSTM, erasure, permutation and adversarial attention on 500 test sentences, "
-              "accuracies on the whole test set",
-    "full": "full profile: 64-dimensional BiLSTM, 8 epochs, tests on 1,000 test sentences",
-}
+"""The sizes of each profile of :data:`~sparse_tutorial.profiles.PROFILES`."""
 
 
 LR, OPTIMIZER = 1e-3, "adam"
@@ -275,7 +295,7 @@ def training_task(train: int | None) -> Task:
 def grid(profile: str, seeds: int) -> list[Run]:
     """Per seed, the learned model with every test and model that needs it (``"base"``) and the models
     trained with uniform attention (``"uniform"``). Loads the corpus first, so a missing one fails at once."""
-    training_task(SETTINGS[profile]["train"])
+    training_task(SIZES[profile].n_train)
     return [Run.of(kind, profile=profile, seed=seed) for seed in range(seeds) for kind in ("base", "uniform")]
 
 
@@ -291,10 +311,10 @@ def execute(run: Run) -> dict[str, Any]:
     Raises:
         ValueError: if ``run.kind`` is neither.
     """
-    settings, seed = SETTINGS[run["profile"]], run["seed"]
-    task = training_task(settings["train"])
-    config = meister_config("bilstm", task.vocab_size, embed_dim=settings["dim"], hidden_dim=settings["dim"])
-    training = dict(seed=seed, epochs=settings["epochs"], lr=LR, optimizer=OPTIMIZER,
+    sizes, seed = SIZES[run["profile"]], run["seed"]
+    task = training_task(sizes.n_train)
+    config = meister_config("bilstm", task.vocab_size, embed_dim=sizes.embedding_dim, hidden_dim=sizes.hidden_dim)
+    training = dict(seed=seed, epochs=sizes.epochs, lr=LR, optimizer=OPTIMIZER,
                     device=training_device(run["profile"]))
     if run.kind == "uniform":
         models = uniform_models(config, task, **training)
@@ -304,7 +324,7 @@ def execute(run: Run) -> dict[str, Any]:
         raise ValueError(f"run.kind must be 'base' or 'uniform', got {run.kind!r}")
     base = fit(config, task, **training)
     models = base_models(config, task, base, **training)
-    evaluation = head(task.test, settings["eval_examples"])
+    evaluation = head(task.test, sizes.n_test)
     flips = erasure_flips(base.model, evaluation, seed=seed)
     return {"erasure": flip_rates(flips),
             "permutation": permutation(base.model, evaluation, seed=seed),
@@ -333,7 +353,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
             correct_by_model.setdefault(name, []).append(values)
         for name, values in base["erasure_flips"].items():
             flips_by_pick.setdefault(name, []).append(values)
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": training_task(SETTINGS[profile]["train"]).provenance,
+    return {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
             **rows, "checks": checks(correct_by_model, flips_by_pick)}
 
 

@@ -13,12 +13,14 @@ and, across the sparsegen λ grid, Kendall's τ-b between λ and ``H̃(g_ŷ(x))`
 the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability_claims`'s.
 
 ``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
-``book/results/interpretability.json`` (``--profile medium``: the stored run, sized for a shared 2-core CPU; :data:`SETTINGS`):
+``book/results/interpretability.json`` (``--profile medium``: the stored run, sized for a shared 2-core CPU; :data:`SIZES`):
 a grid of runs (:func:`grid`, one per trained model), each trained and measured by :func:`execute` and
 combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -140,43 +142,76 @@ RT, NEWS = "rotten_tomatoes", "newsgroups:hockey-vs-baseball"
 sentences, and 20 Newsgroups posts of up to 400 tokens, where sparse attention has room to leave most
 tokens out."""
 
-SETTINGS = {
-    "quick": {RT: dict(train=4000, epochs=3, dim=32, eval_examples=80, intermediate_examples=None,
-                       lambdas=(-2.0, 0.0, 0.8), encoders=ENCODERS)},
-    "medium": {RT: dict(train=None, epochs=5, dim=32, eval_examples=500, intermediate_examples=None,
-                        lambdas=PAPER_LAMBDAS, encoders=ENCODERS),
-               NEWS: dict(train=None, epochs=3, dim=32, eval_examples=40, intermediate_examples=3,
-                          lambdas=PAPER_LAMBDAS, encoders=("bilstm",))},
-    "full": {RT: dict(train=None, epochs=8, dim=64, eval_examples=500, intermediate_examples=None,
-                      lambdas=PAPER_LAMBDAS, encoders=ENCODERS),
-             NEWS: dict(train=None, epochs=8, dim=64, eval_examples=500, intermediate_examples=100,
-                        lambdas=PAPER_LAMBDAS, encoders=ENCODERS)},
+@dataclass(frozen=True)
+class TaskSizes:
+    """Data, model and training sizes of one data set at one profile.
+
+    Attributes:
+        n_train: training sentences (``None``: all); the model of the epoch best on dev is kept.
+        epochs, learning_rate: Adam's training.
+        embedding_dim, hidden_dim: the model.
+        n_test: test items every model is measured on (the first of the test split).
+        n_intermediate: of these, ``H̃(g_h)`` is measured on the first that many (``None``: all).
+        sparsegen_lambdas: the sparsegen λ grid (softmax and sparsemax are always run).
+        encoders: the encoders trained, each with every projection.
+    """
+
+    n_train: int | None
+    epochs: int
+    learning_rate: float
+    embedding_dim: int
+    hidden_dim: int
+    n_test: int
+    n_intermediate: int | None
+    sparsegen_lambdas: tuple[float, ...]
+    encoders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes of one profile of :data:`SIZES`: ``tasks`` maps each data set to its :class:`TaskSizes`;
+    ``note`` says it in a sentence and is written into the results as ``"profile_note"``."""
+
+    tasks: Mapping[str, TaskSizes]
+    note: str
+
+
+def _sizes(n_train: int | None, epochs: int, dim: int, n_test: int, n_intermediate: int | None = None,
+           sparsegen_lambdas: tuple[float, ...] = PAPER_LAMBDAS, encoders: tuple[str, ...] = ENCODERS) -> TaskSizes:
+    """A :class:`TaskSizes` with Meister et al.'s learning rate and ``dim`` for both model sizes."""
+    return TaskSizes(n_train=n_train, epochs=epochs, learning_rate=2e-3, embedding_dim=dim, hidden_dim=dim,
+                     n_test=n_test, n_intermediate=n_intermediate, sparsegen_lambdas=sparsegen_lambdas,
+                     encoders=encoders)
+
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(tasks={RT: _sizes(4000, epochs=3, dim=32, n_test=80, sparsegen_lambdas=(-2.0, 0.0, 0.8))},
+                   note="quick profile: Rotten Tomatoes, 4,000 training sentences, 3 epochs, 32 dimensions, 3 "
+                        "values of sparsegen λ, 80 test sentences"),
+    "medium": Sizes(tasks={RT: _sizes(None, epochs=5, dim=32, n_test=500),
+                           NEWS: _sizes(None, epochs=3, dim=32, n_test=40, n_intermediate=3, encoders=("bilstm",))},
+                    note="medium profile (shared 2-core CPU): all 8,454 Rotten Tomatoes training sentences, 5 "
+                         "epochs (best on dev), 32 dimensions, the paper's 8 values of sparsegen λ, both encoders, "
+                         "500 test sentences; and 20 Newsgroups hockey vs baseball (posts of up to 400 tokens): "
+                         "BiLSTM, 3 epochs, the same λ, 40 test posts (H̃(g_h) on the first 3)"),
+    "full": Sizes(tasks={RT: _sizes(None, epochs=8, dim=64, n_test=500),
+                         NEWS: _sizes(None, epochs=8, dim=64, n_test=500, n_intermediate=100)},
+                  note="full profile: 64-dimensional models, 8 epochs, the paper's 8 values of sparsegen λ, 500 "
+                       "test items, Rotten Tomatoes and 20 Newsgroups"),
 }
-"""Per profile, the data sets and for each: training sentences (``None``: all), epochs (the best on dev is
-kept), model size, test items measured (``intermediate_examples``: of which ``H̃(g_h)`` is measured on the
-first that many, ``None``: all), the sparsegen λ grid and the encoders."""
-PROFILE_NOTES = {
-    "quick": "quick profile: Rotten Tomatoes, 4,000 training sentences, 3 epochs, 32 dimensions, 3 values of "
-             "sparsegen λ, 80 test sentences",
-    "medium": "medium profile (shared 2-core CPU): all 8,454 Rotten Tomatoes training sentences, 5 epochs (best on "
-              "dev), 32 dimensions, the paper's 8 values of sparsegen λ, both encoders, 500 test sentences; and 20 "
-              "Newsgroups hockey vs baseball (posts of up to 400 tokens): BiLSTM, 3 epochs, the same λ, 40 test "
-              "posts (H̃(g_h) on the first 3)",
-    "full": "full profile: 64-dimensional models, 8 epochs, the paper's 8 values of sparsegen λ, 500 test items, "
-            "Rotten Tomatoes and 20 Newsgroups",
-}
+"""The sizes of each profile of :data:`~sparse_tutorial.profiles.PROFILES`."""
 
 
 def grid(profile: str, seeds: int) -> list[Run]:
     """One run per data set × encoder × projection × seed at ``profile`` (kind ``"system"``); loads every
     corpus first."""
-    tasks = SETTINGS[profile]
-    for name, settings in tasks.items():
-        cached_task(name, settings["train"])   # before training: a missing corpus fails now
+    tasks = SIZES[profile].tasks
+    for name, sizes in tasks.items():
+        cached_task(name, sizes.n_train)   # before training: a missing corpus fails now
     return [Run.of("system", profile=profile, task=name, encoder=encoder, projection=projection,
                    sparsegen_lambda=sparsegen_lambda, seed=seed)
-            for name, settings in tasks.items() for encoder in settings["encoders"]
-            for projection, sparsegen_lambda in projection_grid(settings["lambdas"])
+            for name, sizes in tasks.items() for encoder in sizes.encoders
+            for projection, sparsegen_lambda in projection_grid(sizes.sparsegen_lambdas)
             for seed in range(seeds)]
 
 
@@ -191,13 +226,12 @@ def execute(run: Run) -> dict[str, Any]:
     """
     if run.kind != "system":
         raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
-    settings = SETTINGS[run["profile"]][run["task"]]
-    task = cached_task(run["task"], settings["train"])
+    sizes = SIZES[run["profile"]].tasks[run["task"]]
+    task = cached_task(run["task"], sizes.n_train)
     row = train_and_measure(task, run["encoder"], run["projection"], run["sparsegen_lambda"], run["seed"],
-                            head(task.test, settings["eval_examples"]), settings["epochs"],
-                            embed_dim=settings["dim"], hidden_dim=settings["dim"], lr=2e-3,
-                            device=training_device(run["profile"]),
-                            intermediate_examples=settings["intermediate_examples"])
+                            head(task.test, sizes.n_test), sizes.epochs, embed_dim=sizes.embedding_dim,
+                            hidden_dim=sizes.hidden_dim, lr=sizes.learning_rate,
+                            device=training_device(run["profile"]), intermediate_examples=sizes.n_intermediate)
     return {"corpus": task.provenance, "row": row}
 
 
@@ -211,7 +245,7 @@ def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         per_cell[cell] = per_cell.get(cell, 0) + 1
     return {"seeds": min(per_cell.values()),
             "n_test": {row["task"]: row["test_sentences"] for row in rows},
-            "lambdas": {name: list(settings["lambdas"]) for name, settings in SETTINGS[profile].items()},
+            "lambdas": {name: list(sizes.sparsegen_lambdas) for name, sizes in SIZES[profile].tasks.items()},
             "claims": judge(rows)}
 
 
@@ -220,7 +254,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     set: provenance}, "rows": [train_and_measure's row], "checks": :func:`checks`}`` (a NaN is ``None``)."""
     rows = [result["row"] for result in results]
     corpora = {result["row"]["task"]: result["corpus"] for result in results}
-    return {"profile_note": PROFILE_NOTES[profile], "corpus": corpora, "rows": rows, "checks": checks(profile, rows)}
+    return {"profile_note": SIZES[profile].note, "corpus": corpora, "rows": rows, "checks": checks(profile, rows)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def execute(run: Run, data: TranslationData | None = None, alignment: Alignment 
         name = run["system"]
         scores, attention = run_alignment(
             lambda src_vocab, tgt_vocab: build_model(SYSTEMS[name], sizes, src_vocab, tgt_vocab),
-            loss_for(SYSTEMS[name]), train_pairs, test_pairs, sizes.align_epochs, sizes.align_batch_tokens, sizes.lr,
+            loss_for(SYSTEMS[name]), train_pairs, test_pairs, sizes.align_epochs, sizes.align_batch_tokens, sizes.learning_rate,
             run["seed"], device)
         return {**scores, **attention_measures(attention)}
     data = data if data is not None else _corpora(profile)[0]

@@ -75,10 +75,10 @@ class Sizes:
 
     Attributes:
         corpus: which verses (:class:`~sparse_tutorial.experiments.nmt_data.CorpusSizes`).
-        embed_dim, hidden_dim, layers, dropout: the model (``layers`` encoder and decoder layers).
+        embedding_dim, hidden_dim, layers, dropout: the model (``layers`` encoder and decoder layers).
         batch_tokens: target tokens per batch.
-        epochs, lr, patience: baseline training (:func:`pretrain`, early stopping on dev BLEU).
-        finetune_steps, finetune_lr: what every system does from the baseline (:func:`finetune`).
+        epochs, learning_rate, patience: baseline training (:func:`pretrain`, early stopping on dev BLEU).
+        finetune_steps, finetune_learning_rate: what every system does from the baseline (:func:`finetune`).
         beam_size: beam search on the test set.
         systems, penalty_weights: rows of :data:`SYSTEMS` and the λ sweep of +Entropy.
         sweep_seeds: seeds of the rows outside :data:`HEADLINE` and of the λ sweep (at most ``--seeds``).
@@ -88,16 +88,16 @@ class Sizes:
     """
 
     corpus: CorpusSizes
-    embed_dim: int
+    embedding_dim: int
     hidden_dim: int
     layers: int
     dropout: float
     batch_tokens: int
     epochs: int
-    lr: float
+    learning_rate: float
     patience: int | None
     finetune_steps: int
-    finetune_lr: float
+    finetune_learning_rate: float
     beam_size: int
     systems: tuple[str, ...]
     penalty_weights: tuple[float, ...]
@@ -113,24 +113,24 @@ SIZES: dict[str, Sizes] = {
     "quick": Sizes(CorpusSizes(n_train=10000, n_dev=100, n_test=200, max_len=24, vocab_size=1000,
                                german=("elberfelder", "schlachter"), n_align_train=1200, n_align_test=100,
                                max_align_len=16),
-                   embed_dim=64, hidden_dim=64, layers=1, dropout=0.1, batch_tokens=800, epochs=14, lr=3e-3,
-                   patience=None, finetune_steps=30, finetune_lr=1e-3, beam_size=4,
+                   embedding_dim=64, hidden_dim=64, layers=1, dropout=0.1, batch_tokens=800, epochs=14,
+                   learning_rate=3e-3, patience=None, finetune_steps=30, finetune_learning_rate=1e-3, beam_size=4,
                    systems=("NMT", "+Temp 0.1", "+Sparsemax", "+Entropy"), penalty_weights=(), sweep_seeds=1,
                    alignment_systems=("NMT", "+Entropy"), align_epochs=4, align_batch_tokens=600),
     "medium": Sizes(CorpusSizes(n_train=40000, n_dev=400, n_test=600, max_len=32, vocab_size=2000,
                                 german=("elberfelder", "schlachter"), n_align_train=3000, n_align_test=300,
                                 max_align_len=24),
-                    embed_dim=128, hidden_dim=128, layers=1, dropout=0.2, batch_tokens=1500, epochs=12, lr=3e-3,
-                    patience=None, finetune_steps=150, finetune_lr=1e-3, beam_size=4, systems=tuple(SYSTEMS),
-                    penalty_weights=PENALTY_WEIGHTS, sweep_seeds=1, alignment_systems=_ALIGNMENT,
-                    align_epochs=8, align_batch_tokens=800),
+                    embedding_dim=128, hidden_dim=128, layers=1, dropout=0.2, batch_tokens=1500, epochs=12,
+                    learning_rate=3e-3, patience=None, finetune_steps=150, finetune_learning_rate=1e-3, beam_size=4,
+                    systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS, sweep_seeds=1,
+                    alignment_systems=_ALIGNMENT, align_epochs=8, align_batch_tokens=800),
     "full": Sizes(CorpusSizes(n_train=60000, n_dev=1000, n_test=2000, max_len=64, vocab_size=8000,
                               german=("elberfelder", "schlachter"), n_align_train=7000, n_align_test=500,
                               max_align_len=80),
-                  embed_dim=256, hidden_dim=512, layers=2, dropout=0.2, batch_tokens=6000, epochs=15, lr=1e-3,
-                  patience=3, finetune_steps=1000, finetune_lr=5e-4, beam_size=8, systems=tuple(SYSTEMS),
-                  penalty_weights=PENALTY_WEIGHTS, sweep_seeds=3, alignment_systems=_ALIGNMENT, align_epochs=12,
-                  align_batch_tokens=2000),
+                  embedding_dim=256, hidden_dim=512, layers=2, dropout=0.2, batch_tokens=6000, epochs=15,
+                  learning_rate=1e-3, patience=3, finetune_steps=1000, finetune_learning_rate=5e-4, beam_size=8,
+                  systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS, sweep_seeds=3,
+                  alignment_systems=_ALIGNMENT, align_epochs=12, align_batch_tokens=2000),
 }
 """``quick``: chapters 8-9's own run, a few minutes on one CPU core: the verses of up to 24 pieces (about
 4,200 pairs), 14 epochs. ``medium``: the stored run, on two CPU cores (``--workers 2``): the verses of up to
@@ -141,7 +141,7 @@ paper-like depth, for a GPU (the paper: 1000-dim states, 2+2 layers, 4.5 M WMT p
 # ------------------------------------------------------------------------------------- train, evaluate
 def build_model(system: System, sizes: Sizes, src_vocab: int, tgt_vocab: int) -> Seq2Seq:
     """The seq2seq model of ``system`` at ``sizes``."""
-    return Seq2Seq(Seq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed_dim=sizes.embed_dim,
+    return Seq2Seq(Seq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed_dim=sizes.embedding_dim,
                                  hidden_dim=sizes.hidden_dim, attention_dim=sizes.hidden_dim,
                                  encoder_layers=sizes.layers, decoder_layers=sizes.layers,
                                  dropout=sizes.dropout, **system.model_kwargs()))
@@ -201,7 +201,7 @@ def pretrain(data: TranslationData, sizes: Sizes, seed: int, device: torch.devic
     seed_everything(seed)
     model = build_model(SYSTEMS["NMT"], sizes, len(data.src_vocab), len(data.tgt_vocab))
     history = train(model, batches_for(data, sizes, seed), loss_for(SYSTEMS["NMT"]),
-                    TrainConfig(epochs=sizes.epochs, lr=sizes.lr, patience=sizes.patience, seed=seed,
+                    TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, patience=sizes.patience, seed=seed,
                                 device=device, grad_clip=5.0, progress=progress),
                     dev_fn=lambda m: data.bleu(translate(m, data, data.dev, beam_size=1)[0], data.dev))
     return model, history
@@ -219,7 +219,7 @@ def finetune(system: System, baseline: dict[str, torch.Tensor], data: Translatio
     if unexpected or new:
         raise ValueError(f"the baseline weights do not fit {system}: unexpected {unexpected}, missing {new}")
     history = train(model, batches_for(data, sizes, seed, offset=500), loss_fn or loss_for(system),
-                    TrainConfig(epochs=1, lr=sizes.finetune_lr, seed=seed, device=device, grad_clip=5.0,
+                    TrainConfig(epochs=1, lr=sizes.finetune_learning_rate, seed=seed, device=device, grad_clip=5.0,
                                 max_steps_per_epoch=sizes.finetune_steps))
     return model, history
 
@@ -259,7 +259,7 @@ def training_speed(data: TranslationData, sizes: Sizes, names: Sequence[str], de
     for n in names:
         seed_everything(0)
         models[n] = build_model(SYSTEMS[n], sizes, len(data.src_vocab), len(data.tgt_vocab)).to(device).train()
-        optimizers[n] = torch.optim.Adam(models[n].parameters(), lr=sizes.lr)
+        optimizers[n] = torch.optim.Adam(models[n].parameters(), lr=sizes.learning_rate)
     for _ in range(repeats):
         for n in names:
             loss_fn = loss_for(SYSTEMS[n])
