@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOK = REPO_ROOT / "book"
 NOTEBOOKS = sorted(path for path in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 EXPERIMENT_PARTS = {"part2", "part3"}
-INSTALL = "%pip install -q git+https://github.com/sparse-attention-book/sparse-attention-book"
+INSTALL = '%pip install -q "sparse_tutorial[book] @ git+https://github.com/sparse-attention-book/sparse-attention-book"'
 
 
 def code_sources(path: Path) -> list[nbformat.NotebookNode]:

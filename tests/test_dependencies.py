@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import json
 import re
 import sys
 import tomllib
@@ -14,11 +15,15 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
-BOOK_ONLY_DEPENDENCIES = {"pandas", "sympy"}
-"""Declared in pyproject.toml but imported by the chapters only: their first cell installs just this package."""
+BOOK_EXTRA = "book"
+"""The extra a chapter's first cell installs (``sparse_tutorial[book]``): what the chapters import beyond the
+library's dependencies (pandas, sympy), and plotly for the interactive figures they draw."""
 
-DEVELOPMENT_EXTRAS = {"test"}
-"""Extras for working on the project (pytest, nbval, ...), not features of the library."""
+PROJECT_EXTRAS = {"test", BOOK_EXTRA}
+"""Extras for reading or working on the project (the chapters; pytest, nbval, ...), not features of the library."""
+
+KERNEL_MODULES = {"IPython"}
+"""Imported by the chapters from the Jupyter kernel that runs them, which is not the library's to install."""
 
 
 def distribution_name(requirement: str) -> str:
@@ -56,6 +61,23 @@ def distributions_of(modules: set[str]) -> set[str]:
     return {distribution_name(dist) for module in modules for dist in provided_by[module]}
 
 
+def extra(name: str) -> set[str]:
+    """The distributions of extra ``name`` of pyproject.toml."""
+    return {distribution_name(requirement) for requirement in PROJECT["optional-dependencies"][name]}
+
+
+def chapter_imports() -> set[str]:
+    """The top-level names of the third-party modules the chapters' code cells import (IPython magics such as
+    ``%pip`` are read as ``pass``)."""
+    modules: set[str] = set()
+    for path in (REPO_ROOT / "book").rglob("*.ipynb"):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                source = re.sub(r"^(\s*)[%!].*$", r"\1pass", "".join(cell["source"]), flags=re.MULTILINE)
+                modules |= third_party_imports(source)[0] | third_party_imports(source)[1]
+    return modules
+
+
 def library_imports() -> tuple[set[str], set[str]]:
     """Distributions the library imports ``(at module level, only inside functions)``."""
     eager: set[str] = set()
@@ -78,14 +100,22 @@ def test_the_dependencies_are_exactly_the_module_level_imports():
     eager, _ = library_imports()
     declared = {distribution_name(requirement) for requirement in PROJECT["dependencies"]}
     assert eager - declared == set(), "imported at module level by the library but not in its dependencies"
-    assert declared - eager == BOOK_ONLY_DEPENDENCIES, "dependencies that neither the library nor the book import"
+    assert declared - eager == set(), "dependencies the library does not import (a chapter's belong in the book extra)"
 
 
 def test_every_function_level_import_is_an_extra_and_every_extra_is_imported():
     _, lazy = library_imports()
     extras = {name: {distribution_name(requirement) for requirement in requirements}
               for name, requirements in PROJECT["optional-dependencies"].items()}
-    features = set().union(*(packages for name, packages in extras.items() if name not in DEVELOPMENT_EXTRAS))
+    features = set().union(*(packages for name, packages in extras.items() if name not in PROJECT_EXTRAS))
     assert lazy - features == set(), "imported inside a function of the library but in no extra"
     assert features - lazy == set(), "in an extra, but the library never imports it"
 
+
+
+def test_the_book_extra_is_what_the_chapters_import_beyond_the_library():
+    chapters = distributions_of(chapter_imports() - KERNEL_MODULES)
+    declared = {distribution_name(requirement) for requirement in PROJECT["dependencies"]}
+    book = extra(BOOK_EXTRA)
+    assert chapters - declared - book == set(), "imported by a chapter, installed by neither the library nor the book extra"
+    assert book - chapters == extra("interactive"), "in the book extra, imported by no chapter and not plotly"
