@@ -46,11 +46,20 @@ HEIGHT = 440
 
 _DIV_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _CONFIG = {"responsive": True, "displayModeBar": False}  # the bar would cover the title; drag still zooms
-_HTML = """<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>
+# The figure redraws when its column changes width (a scrollbar appears, a sidebar folds), not only with the
+# window (plotly's "responsive"); until it has, it is clipped rather than scrolling sideways.
+_HTML = """<div id="{div_id}" class="plotly-graph-div" style="height:{height}px; width:100%; overflow:hidden;"></div>
 <script type="text/javascript">
 (function () {{
   var figure = {figure};
-  function draw() {{ Plotly.newPlot("{div_id}", figure.data, figure.layout, {config}); }}
+  function draw() {{
+    Plotly.newPlot("{div_id}", figure.data, figure.layout, {config}).then(function (shown) {{
+      var width = shown.clientWidth;
+      new ResizeObserver(function () {{
+        if (shown.clientWidth !== width) {{ width = shown.clientWidth; Plotly.Plots.resize(shown); }}
+      }}).observe(shown);
+    }});
+  }}
   if (window.Plotly) {{ draw(); return; }}
   var script = document.createElement("script");
   script.src = "https://cdn.plot.ly/plotly-{version}.min.js";

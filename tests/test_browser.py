@@ -3,7 +3,7 @@ the API reference from a local web server (no network), and checks from the live
 every formula, every image loaded, and the chapter's launch link opens its .ipynb on Colab. On the chapters
 with interactive figures (:mod:`sparse_tutorial.interactive`) it checks that plotly.js came from the book
 itself, that each figure is drawn, that a click on its slider changes what it shows, and what a hover shows;
-and that no notebook cell scrolls sideways.
+and that no notebook cell scrolls sideways, nor a figure whose column narrows while the window stays.
 
 The pages are loaded in a same-origin iframe of a small probe page served next to the book; once MathJax
 has finished and every image has settled, the probe writes what it found as JSON into its own DOM, which
@@ -42,6 +42,9 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--window-size=1280,1600",
+    "--disable-renderer-backgrounding",  # keep drawing frames: a slider step runs at the next animation frame
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
 ]
 VIRTUAL_TIME_MS = 20000
 PROBE_PATH = "/__probe__.html"
@@ -76,6 +79,14 @@ frame.onload = async () => {
     try { result.figures[figure.id] = await playWith(win, figure); }
     catch (error) { result.figures[figure.id] = {error: String(error)}; }
   }
+  for (const figure of doc.querySelectorAll(".plotly-graph-div")) {  // narrow the column, not the window,
+    figure.parentElement.style.maxWidth = (figure.parentElement.clientWidth - 100) + "px";  // as a scrollbar does
+  }
+  await new Promise(done => setTimeout(done, 500));
+  for (const figure of doc.querySelectorAll(".plotly-graph-div")) {
+    const column = figure.parentElement;
+    result.figures[figure.id].overflow_in_narrower_column = column.scrollWidth - column.clientWidth;
+  }
   document.getElementById("result").textContent = JSON.stringify(result);
 };
 // What a reader does with an interactive figure: look at it, click another step of its slider, hover a point.
@@ -84,6 +95,7 @@ async function playWith(win, figure) {
   const state = {drawn: figure.querySelectorAll(".main-svg .trace, .main-svg .hm").length, traces: figure.data.length,
                  steps: figure.layout.sliders[0].steps.length, active: figure.layout.sliders[0].active,
                  title: figure.layout.title.text};
+  figure.scrollIntoView();  // on screen, where the browser draws the frames the step waits for
   const before = shown();
   const target = state.active === 0 ? state.steps - 1 : 0;
   const tick = figure.querySelectorAll("rect.slider-tick-rect")[target].getBoundingClientRect();
@@ -91,9 +103,15 @@ async function playWith(win, figure) {
   const at = {bubbles: true, view: win, clientX: tick.left + tick.width / 2, clientY: rail.top + rail.height / 2};
   figure.querySelector("rect.slider-rail-touch-rect").dispatchEvent(new win.MouseEvent("mousedown", at));
   figure.dispatchEvent(new win.MouseEvent("mouseup", at));
-  await new Promise(done => setTimeout(done, 1000));  // the step's Plotly.update runs at the next frame
+  for (let waited = 0; waited < 5000 && shown() === before; waited += 100) {  // the step's Plotly.update runs at
+    await new Promise(done => setTimeout(done, 100));                           // a later frame
+  }
   Object.assign(state, {clicked: target, active_after: figure.layout.sliders[0].active, changed: shown() !== before,
                         title_after: figure.layout.title.text});
+  state.frame_drawn = state.changed || await new Promise(done => {  // does the browser draw animation frames?
+    win.requestAnimationFrame(() => done(true));
+    setTimeout(() => done(false), 1000);
+  });
   const trace = figure.data.findIndex(t => t.hoverinfo !== "skip" && (t.z || t.y || []).length > 0);
   win.Plotly.Fx.hover(figure, figure.data[trace].z ? {xval: 0, yval: 0} : [{curveNumber: trace, pointNumber: 0}]);
   state.hover = figure.querySelector(".hoverlayer").textContent;
@@ -248,7 +266,16 @@ def test_interactive_figure_is_drawn_and_its_slider_changes_it(figure_pages, div
     assert figure["steps"] >= 2, figure
     moved = figure["active_after"] == figure["clicked"] != figure["active"]
     assert moved, f"the click did not move the slider: {figure}"
+    if not figure["changed"] and not figure["frame_drawn"]:   # plotly runs the step in an animation frame
+        pytest.skip(f"headless Chromium drew no animation frame, so the step of {div_id} could not run: {figure}")
     assert figure["changed"] and figure["title_after"] != figure["title"], f"the slider step changed nothing: {figure}"
+
+
+@pytest.mark.parametrize("div_id", INTERACTIVE_FIGURES)
+def test_interactive_figure_never_scrolls_sideways_when_its_column_narrows(figure_pages, div_id):
+    page, _ = INTERACTIVE_FIGURES[div_id]
+    figure = figure_pages[page]["figures"][div_id]
+    assert figure["overflow_in_narrower_column"] <= 1, f"{div_id} sticks out of its column: {figure}"
 
 
 def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):

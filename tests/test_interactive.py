@@ -46,7 +46,7 @@ def test_figure_html_is_the_same_at_every_run_and_plain_json():
     make = lambda: bars_slider({"1": ROWS}, "same-id", "T")._repr_html_()  # noqa: E731
     html = make()
     assert html == make()
-    assert html.startswith('<div id="same-id" class="plotly-graph-div" style="height:440px; width:100%;"></div>')
+    assert html.startswith('<div id="same-id" class="plotly-graph-div" style="height:440px; width:100%; overflow:hidden;"></div>')
     figure = figure_json(html, "same-id")
     assert figure["data"][0]["y"] == [0.5, 0.3, 0.2]  # numbers nbval's sanitizers can read, not base64
     assert "bdata" not in html
