@@ -61,9 +61,10 @@ def distributions_of(modules: set[str]) -> set[str]:
     return {distribution_name(dist) for module in modules for dist in provided_by[module]}
 
 
-def extra(name: str) -> set[str]:
-    """The distributions of extra ``name`` of pyproject.toml."""
-    return {distribution_name(requirement) for requirement in PROJECT["optional-dependencies"][name]}
+DEPENDENCIES = {distribution_name(requirement) for requirement in PROJECT["dependencies"]}
+EXTRAS = {name: {distribution_name(requirement) for requirement in requirements}
+          for name, requirements in PROJECT["optional-dependencies"].items()}
+"""pyproject.toml's dependencies, and its extras by name, as normalised distribution names."""
 
 
 def chapter_imports() -> set[str]:
@@ -74,7 +75,8 @@ def chapter_imports() -> set[str]:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] == "code":
                 source = re.sub(r"^(\s*)[%!].*$", r"\1pass", "".join(cell["source"]), flags=re.MULTILINE)
-                modules |= third_party_imports(source)[0] | third_party_imports(source)[1]
+                eager, lazy = third_party_imports(source)
+                modules |= eager | lazy
     return modules
 
 
@@ -98,24 +100,19 @@ def test_third_party_imports_tells_module_level_from_function_level():
 
 def test_the_dependencies_are_exactly_the_module_level_imports():
     eager, _ = library_imports()
-    declared = {distribution_name(requirement) for requirement in PROJECT["dependencies"]}
-    assert eager - declared == set(), "imported at module level by the library but not in its dependencies"
-    assert declared - eager == set(), "dependencies the library does not import (a chapter's belong in the book extra)"
+    assert eager - DEPENDENCIES == set(), "imported at module level by the library but not in its dependencies"
+    assert DEPENDENCIES - eager == set(), "dependencies the library does not import (a chapter's belong in the book extra)"
 
 
 def test_every_function_level_import_is_an_extra_and_every_extra_is_imported():
     _, lazy = library_imports()
-    extras = {name: {distribution_name(requirement) for requirement in requirements}
-              for name, requirements in PROJECT["optional-dependencies"].items()}
-    features = set().union(*(packages for name, packages in extras.items() if name not in PROJECT_EXTRAS))
+    features = set().union(*(packages for name, packages in EXTRAS.items() if name not in PROJECT_EXTRAS))
     assert lazy - features == set(), "imported inside a function of the library but in no extra"
     assert features - lazy == set(), "in an extra, but the library never imports it"
 
 
-
 def test_the_book_extra_is_what_the_chapters_import_beyond_the_library():
     chapters = distributions_of(chapter_imports() - KERNEL_MODULES)
-    declared = {distribution_name(requirement) for requirement in PROJECT["dependencies"]}
-    book = extra(BOOK_EXTRA)
-    assert chapters - declared - book == set(), "imported by a chapter, installed by neither the library nor the book extra"
-    assert book - chapters == extra("interactive"), "in the book extra, imported by no chapter and not plotly"
+    book = EXTRAS[BOOK_EXTRA]
+    assert chapters - DEPENDENCIES - book == set(), "imported by a chapter, installed by neither the library nor the book extra"
+    assert book - chapters == EXTRAS["interactive"], "in the book extra, imported by no chapter and not plotly"
