@@ -4,9 +4,11 @@ The experiment's runs are stored one by one under ``DIR/runs/NAME-PROFILE/`` as 
 same command again skips the finished ones (``--fresh`` redoes them). ``--workers N`` runs N at a time on
 this machine and ``--address auto`` on a Ray cluster (both need ``pip install 'sparse_tutorial[ray]'``).
 
-Every argument and the output folder are checked before the experiment starts; a bad one, a corpus that is
-not fetched yet or a folder that cannot be written ends the command with one line saying what to do (exit
-status 2), not a traceback.
+Every argument and the output folder are checked before the experiment starts (before Ray or any
+training); a bad one, a corpus that is not fetched yet, a folder that cannot be written, stored runs made by
+other code (``--redo-stale`` / ``--accept-stale``) or a finished run that could not be stored ends the
+command with one line saying what to do (exit status 2), not a traceback. Ctrl-C says how many runs are
+stored and that the same command resumes from them (exit status 130).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Sequence
 
 from sparse_tutorial.atomic import UnwritableDirectoryError
 from sparse_tutorial.data.cache import CorpusNotFetchedError
+from sparse_tutorial.experiments.records import RecordNotStoredError
 from sparse_tutorial.experiments.runner import (
     ResultsNotWrittenError,
     accepted_profiles,
@@ -24,8 +27,9 @@ from sparse_tutorial.experiments.runner import (
     check_arguments,
     results_dir,
     run_experiment,
+    runs_dir,
 )
-from sparse_tutorial.experiments.sweep import RayMissingError
+from sparse_tutorial.experiments.sweep import RayMissingError, StaleRecordsError
 
 
 def _positive_int(text: str) -> int:
@@ -35,6 +39,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
     return value
 
 
@@ -56,21 +70,35 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run on this Ray cluster instead: 'auto' (a node of it) or 'ray://HOST:10001'")
     parser.add_argument("--threads-per-run", type=_positive_int, default=1,
                         help="torch threads of each run (default 1; run several at once with --workers)")
-    parser.add_argument("--gpus-per-run", type=float, default=None,
+    parser.add_argument("--gpus-per-run", type=_non_negative_float, default=None,
                         help="GPU share of each run, e.g. 0.25: four runs per GPU (default: GPUs / workers)")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
+    stale = parser.add_mutually_exclusive_group()
+    stale.add_argument("--redo-stale", action="store_const", const="redo", dest="on_stale", default="refuse",
+                       help="train again the stored runs that other code made (by default they stop the command)")
+    stale.add_argument("--accept-stale", action="store_const", const="accept", dest="on_stale",
+                       help="reuse the stored runs that other code made (the results list every code fingerprint)")
     args = parser.parse_args(argv)
     try:
-        check_arguments(args.name, args.profile, args.seeds)
+        check_arguments(args.name, args.profile, args.seeds, args.workers, args.threads_per_run,
+                        args.gpus_per_run, args.on_stale)
     except ValueError as error:
         parser.error(str(error))
+    run_dir = runs_dir(args.name, args.profile, args.out)
     try:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
                                  workers=args.workers, address=args.address, fresh=args.fresh,
-                                 threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run)
-    except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError, RayMissingError) as error:
+                                 threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run,
+                                 on_stale=args.on_stale)
+    except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError, RayMissingError,
+            RecordNotStoredError, StaleRecordsError, OSError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2  # argparse's exit status for a command that cannot run as asked
+    except KeyboardInterrupt:
+        stored = len(list(run_dir.glob("*.json"))) if run_dir.is_dir() else 0
+        print(f"\n{parser.prog}: interrupted; {stored} finished run(s) are stored in {run_dir}, and the same "
+              f"command resumes from them", file=sys.stderr)
+        return 130
     where = args.out if args.out is not None else results_dir()
     print(f"wrote {where / (args.name + '.json')} in {payload['wall_seconds']} s")
     return 0

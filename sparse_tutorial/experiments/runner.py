@@ -42,21 +42,28 @@ import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.sweep import RAY_HINT, ray_available, run_sweep, strict_json
+from sparse_tutorial.experiments.records import code_fingerprint, sizes_digest
+from sparse_tutorial.experiments.sweep import RAY_HINT, check_sweep_arguments, ray_available, run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
-_NOT_EXPERIMENTS = {"runner", "sweep"}
 _LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "pandas")
 
 
 def available() -> list[str]:
-    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`. A module ``NAME_PART`` whose
-    ``NAME`` is an experiment is one of its parts (``nmt_data`` of ``nmt``), not an experiment."""
+    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`: the modules that define
+    ``grid`` and ``execute`` and ``assemble``, or ``run`` (the library's own modules -- the runner, the sweep,
+    the records, the verdicts -- and an experiment's parts, ``nmt_data`` of ``nmt``, are not experiments)."""
     package = Path(__file__).parent
-    names = {m.name for m in pkgutil.iter_modules([str(package)])
-             if not m.name.startswith("_") and m.name not in _NOT_EXPERIMENTS}
-    return sorted(name for name in names if name.split("_")[0] == name or name.split("_")[0] not in names)
+    names = sorted(m.name for m in pkgutil.iter_modules([str(package)]) if not m.name.startswith("_"))
+    found = []
+    for name in names:
+        if "_" in name and name.split("_")[0] in names:
+            continue
+        module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+        if all(hasattr(module, f) for f in ("grid", "execute", "assemble")) or hasattr(module, "run"):
+            found.append(name)
+    return found
 
 
 STORED_RESULTS = Path(__file__).resolve().parents[1] / "stored_results"
@@ -152,14 +159,30 @@ def write_results(name: str, payload: dict[str, Any], directory: Path | None = N
     return atomic_write_text(directory / f"{name}.json", text)
 
 
+class ResultsFileError(ValueError):
+    """A results file exists but cannot be used; the message names the file and what is wrong with it."""
+
+
 def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | None:
     """The results of experiment ``name``: ``DIRECTORY/NAME.json`` when ``directory`` is given; else your own
     run in :func:`results_dir` if there is one, else the book's run shipped with the package
-    (:data:`STORED_RESULTS`). ``None`` when there is none."""
+    (:data:`STORED_RESULTS`). ``None`` when there is none.
+
+    Raises:
+        ResultsFileError: the file found does not parse as JSON or does not hold an experiment's results.
+    """
     folders = [Path(directory)] if directory is not None else [results_dir(), STORED_RESULTS]
     for path in (folder / f"{name}.json" for folder in folders):
         if path.exists():
-            return json.loads(path.read_text())
+            try:
+                results = json.loads(path.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise ResultsFileError(f"{path} is not valid JSON ({error}); rerun the experiment or restore "
+                                       f"the file (git checkout -- {path.name})") from error
+            if not isinstance(results, dict) or "experiment" not in results:
+                raise ResultsFileError(f"{path} does not hold an experiment's results (a JSON object with "
+                                       f"'experiment'; found {type(results).__name__}); rerun the experiment")
+            return results
     return None
 
 
@@ -170,12 +193,14 @@ def accepted_profiles(name: str) -> tuple[str, ...]:
     return tuple(getattr(module, "PROFILES", PROFILES))
 
 
-def check_arguments(name: str, profile: str, seeds: int) -> None:
-    """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``.
+def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threads_per_run: int = 1,
+                    gpus_per_run: float | None = None, on_stale: str = "refuse") -> None:
+    """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``
+    and these sweep options (:func:`~sparse_tutorial.experiments.sweep.check_sweep_arguments`).
 
     Raises:
         ValueError: if ``name`` is not in :func:`available`, ``profile`` is not in
-            :func:`accepted_profiles`, or ``seeds`` < 1.
+            :func:`accepted_profiles`, ``seeds`` < 1, or a sweep option is out of range.
     """
     if name not in available():
         raise ValueError(f"name must be one of {available()}, got {name!r}")
@@ -183,6 +208,17 @@ def check_arguments(name: str, profile: str, seeds: int) -> None:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if profile not in accepted_profiles(name):
         raise ValueError(f"profile must be one of {accepted_profiles(name)} for {name!r}, got {profile!r}")
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale)
+
+
+def grid_identity(name: str, profile: str) -> dict[str, Any]:
+    """What a run record of experiment ``name`` at ``profile`` must match to be reused: the SHA-256 of the
+    profile's sizes and the :func:`~sparse_tutorial.experiments.records.code_fingerprint` of the experiment;
+    also the git commit and whether the clone differs from it, which every record stores."""
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    sizes = getattr(module, "SIZES", {}).get(profile)
+    return {"sizes": sizes_digest(sizes), "code": code_fingerprint(name), "git_commit": _git_commit(),
+            "git_dirty": _git_dirty()}
 
 
 class ResultsNotWrittenError(OSError):
@@ -208,15 +244,19 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     sweep's progress bar)."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     runs = module.grid(profile, seeds)
+    identity = grid_identity(name, profile)
     results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
-                        **sweep_options)
+                        identity=identity, **sweep_options)
     assembled = module.assemble(profile, seeds, runs, results)
     run_dir = sweep_options.get("run_dir")
     if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones
         records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
+        codes = sorted({r.get("identity", {}).get("code", "unknown") for r in records})
         assembled["runs_compute"] = {"runs": len(records), "run_seconds": round(sum(r["seconds"] for r in records), 1),
                                      "threads": sorted({r["threads"] for r in records}),
-                                     "devices": sorted({r["device"] for r in records})}
+                                     "devices": sorted({r["device"] for r in records}),
+                                     "code": identity["code"], "run_code": codes,
+                                     "mixed_code": codes != [identity["code"]]}
     return assembled
 
 
@@ -227,20 +267,21 @@ def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
 
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
                    write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
-                   threads_per_run: int = 1, gpus_per_run: float | None = None) -> dict[str, Any]:
+                   threads_per_run: int = 1, gpus_per_run: float | None = None,
+                   on_stale: str = "refuse") -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
-    ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun skips the runs found there
-    (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run`` and ``gpus_per_run`` are
-    :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s.
+    ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun reuses the records found there
+    that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``
+    and ``on_stale`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s.
 
     Raises:
         ValueError: see :func:`check_arguments`.
         UnwritableDirectoryError: the results folder is a file, cannot be created or is read-only.
         ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
     """
-    check_arguments(name, profile, seeds)
+    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale)
     directory = Path(directory) if directory is not None else None
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
@@ -252,7 +293,8 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
             print(f"{name}: {RAY_HINT}", file=sys.stderr)
         results = sweep_experiment(name, profile, seeds, progress=True, workers=workers, address=address,
                                    fresh=fresh, run_dir=runs_dir(name, profile, directory) if write else None,
-                                   threads_per_run=threads_per_run, gpus_per_run=gpus_per_run)
+                                   threads_per_run=threads_per_run, gpus_per_run=gpus_per_run,
+                                   on_stale=on_stale)
         options = f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
         results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     else:

@@ -18,11 +18,14 @@ the last digits; the thread count is recorded with every run).
 
 Ray is an optional extra (``pip install 'sparse_tutorial[ray]'``); without it runs are serial.
 
-With a ``run_dir`` each finished run is stored at once as ``KEY.json`` (written atomically: the result,
-its config, seconds, threads and device) beside ``KEY.log`` (what it printed), and a later call skips the
-runs whose file exists, so an interrupted sweep resumes where it stopped (``fresh=True`` redoes them). The
-results come back in the order of ``runs`` as they read from those files (strict JSON: a NaN is ``None``),
-so a resumed sweep and a fresh one are assembled from identical values.
+With a ``run_dir`` each finished run is stored at once as a run record ``KEY.json`` beside ``KEY.log`` (what
+it printed; :mod:`~sparse_tutorial.experiments.records`: the result, its config, seconds, threads and
+device, the identity of the sizes and code that made it, and a checksum), and a later call reuses the
+records that check out, so an interrupted sweep resumes where it stopped (``fresh=True`` redoes them). A
+run is locked (``KEY.lock``) while it trains, so two sweeps on one folder share the work: each trains the
+runs the other has not taken, then waits for the other's. The results come back in the order of ``runs``
+as they read from those files (strict JSON: a NaN is ``None``), so a resumed sweep and a fresh one are
+assembled from identical values.
 """
 from __future__ import annotations
 
@@ -44,7 +47,10 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from tqdm import tqdm
 
-from sparse_tutorial.atomic import atomic_write_text, writable_directory
+from sparse_tutorial.atomic import writable_directory
+from sparse_tutorial.experiments.records import (
+    LOG, Status, check_free_space, read_record, sealed, store_record,
+)
 from sparse_tutorial.profiles import seed_everything
 
 RAY_HINT = ("the runs go one after another; to run them in parallel: pip install 'sparse_tutorial[ray]' and "
@@ -54,6 +60,14 @@ RAY_HINT = ("the runs go one after another; to run them in parallel: pip install
 
 class RayMissingError(RuntimeError):
     """Parallel runs were asked for (``workers > 1`` or an ``address``) but Ray is not installed."""
+
+
+class StaleRecordsError(RuntimeError):
+    """The runs folder holds records of this grid made by other code; nothing was trained (message names them)."""
+
+
+STALE_CHOICES = ("refuse", "redo", "accept")
+"""What a sweep does with records made by other code: stop and name them (default), redo them, reuse them."""
 
 
 @dataclass(frozen=True)
@@ -150,26 +164,71 @@ def ray_available() -> bool:
     return True
 
 
-def _store(run_dir: Optional[Path], run: Run, record: dict[str, Any]) -> None:
-    """Write ``record`` as ``KEY.json`` and its log as ``KEY.log`` in ``run_dir`` (nothing without one)."""
+class _Locks:
+    """Per-run lock files ``KEY.lock`` in ``run_dir`` (POSIX ``flock``; without ``fcntl`` or a folder every
+    lock is granted: two sweeps may then train a run twice, which is only slower)."""
+
+    def __init__(self, run_dir: Optional[Path]) -> None:
+        self.run_dir, self.held = run_dir, {}
+        try:
+            import fcntl
+            self.fcntl = fcntl if run_dir is not None else None
+        except ImportError:
+            self.fcntl = None
+
+    def take(self, run: Run, wait: bool) -> bool:
+        """Lock ``run``; without ``wait``, ``False`` at once when another sweep holds it."""
+        if self.fcntl is None:
+            return True
+        handle = open(self.run_dir / f"{run.key}.lock", "a")
+        try:
+            self.fcntl.flock(handle, self.fcntl.LOCK_EX | (0 if wait else self.fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.close()
+            return False
+        self.held[run] = handle
+        return True
+
+    def release(self, run: Run) -> None:
+        handle = self.held.pop(run, None)
+        if handle is not None:
+            handle.close()
+
+    def release_all(self) -> None:
+        for run in list(self.held):
+            self.release(run)
+
+
+def _reusable(run_dir: Optional[Path], runs: Sequence[Run], identity: dict[str, str], on_stale: str
+              ) -> dict[Run, Optional[dict[str, Any]]]:
+    """The stored record of each run that may be reused, ``None`` for the runs to (re)do; see
+    :mod:`~sparse_tutorial.experiments.records` for the rule.
+
+    Raises:
+        StaleRecordsError: with ``on_stale="refuse"``, when records of other code are found.
+    """
     if run_dir is None:
-        return
-    key = run.key
-    atomic_write_text(run_dir / f"{key}.log", record["log"])
-    stored = {name: value for name, value in record.items() if name != "log"}
-    atomic_write_text(run_dir / f"{key}.json", json.dumps(stored, indent=1, allow_nan=False) + "\n")
-
-
-def _stored_record(run_dir: Optional[Path], run: Run) -> Optional[dict[str, Any]]:
-    if run_dir is None or not (run_dir / f"{run.key}.json").exists():
-        return None
-    return json.loads((run_dir / f"{run.key}.json").read_text())
+        return {run: None for run in runs}
+    found = {run: read_record(run_dir / f"{run.key}.json", run.as_dict(), identity) for run in runs}
+    stale = [run for run, f in found.items() if f.status is Status.OTHER_CODE]
+    if stale and on_stale == "refuse":
+        raise StaleRecordsError(
+            f"{len(stale)} stored run(s) in {run_dir} were made by other code ({stale[0].key}.json: "
+            f"{found[stale[0]].why}); pass --redo-stale to train them again or --accept-stale to reuse them")
+    reusable: dict[Run, Optional[dict[str, Any]]] = {}
+    for run, f in found.items():
+        if f.status in (Status.CORRUPT, Status.OTHER_SIZES) or (f.status is Status.OTHER_CODE and on_stale == "redo"):
+            LOG.warning("run record %s.json: %s; the run is done again", run.key, f.why)
+        keep = f.status is Status.VALID or (f.status is Status.OTHER_CODE and on_stale == "accept")
+        reusable[run] = f.record if keep else None
+    return reusable
 
 
 def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: int = 1,
               address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
               threads_per_run: int = 1, gpus_per_run: Optional[float] = None,
-              description: str = "runs", progress: bool = True) -> list[dict[str, Any]]:
+              description: str = "runs", progress: bool = True, identity: Optional[dict[str, str]] = None,
+              on_stale: str = "refuse") -> list[dict[str, Any]]:
     """Execute ``runs`` (serially, on ``workers`` local Ray workers, or on the Ray cluster at ``address``)
     and return each one's result, in the order of ``runs``.
 
@@ -185,39 +244,90 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
             a serial sweep and a parallel one give the same numbers).
         gpus_per_run: GPU share Ray reserves per run (default: with CUDA, ``GPUs / workers``; else 0).
         description, progress: the label and whether to show the sweep's progress bar (runs done / total).
+        identity: ``{"sizes": ..., "code": ...}`` of this grid, stored in each record and compared on reuse.
+        on_stale: one of :data:`STALE_CHOICES`, for records made by other code.
 
     Raises:
-        ValueError: ``workers`` < 1 or ``threads_per_run`` < 1.
+        ValueError: ``workers`` < 1, ``threads_per_run`` < 1, a negative ``gpus_per_run`` or an unknown
+            ``on_stale``.
         RayMissingError: ``workers > 1`` or ``address`` without Ray installed.
+        StaleRecordsError: see ``on_stale``.
+        RecordNotStoredError: a finished run could not be stored (it was saved elsewhere, named).
+        OSError: the runs folder has no room for a record (checked before each run trains).
         RuntimeError: a run failed in a Ray worker (named; the runs that finished are stored).
     """
-    if workers < 1 or threads_per_run < 1:
-        raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale)
     parallel = workers > 1 or address is not None
     if parallel and not ray_available():
         raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
+    identity = dict(identity or {})
     unique = list(dict.fromkeys(runs))
-    records = {run: None if fresh else _stored_record(run_dir, run) for run in unique}
-    pending = [run for run in unique if records[run] is None]
-    bar = tqdm(total=len(unique), initial=len(unique) - len(pending), desc=description, unit="run",
-               disable=not progress)
+    records = {run: None for run in unique} if fresh else _reusable(run_dir, unique, identity, on_stale)
+    bar = tqdm(total=len(unique), initial=sum(r is not None for r in records.values()), desc=description,
+               unit="run", disable=not progress)
+    locks = _Locks(run_dir)
 
     def finished(run: Run, record: dict[str, Any]) -> None:
-        _store(run_dir, run, record)
-        records[run] = record
+        stored = sealed(record, identity)
+        if run_dir is not None:
+            store_record(run_dir, run.key, stored, record["log"])
+        locks.release(run)
+        records[run] = stored
         bar.update(1)
 
-    try:
+    def execute_all(batch: list[Run]) -> None:
+        if run_dir is not None and batch:
+            check_free_space(run_dir, run_dir.glob("*.json"))
         if parallel:
-            _run_on_ray(pending, execute, workers, address, threads_per_run, gpus_per_run, finished)
+            _run_on_ray(batch, execute, workers, address, threads_per_run, gpus_per_run, finished)
         else:
-            for run in pending:
+            for run in batch:
+                if run_dir is not None:
+                    check_free_space(run_dir, run_dir.glob("*.json"))
                 finished(run, execute_logged(execute, run, threads_per_run))
+
+    try:
+        pending = [run for run in unique if records[run] is None]
+        taken = [run for run in pending if locks.take(run, wait=False)]
+        execute_all(_not_finished_meanwhile(taken, run_dir, identity, records, bar, locks, fresh))
+        waiting = [run for run in pending if run not in taken]
+        for run in waiting:  # another sweep on this folder is training them: wait, then read what it stored
+            LOG.info("waiting for another sweep that is training %s", run.key)
+            locks.take(run, wait=True)
+        execute_all(_not_finished_meanwhile(waiting, run_dir, identity, records, bar, locks, fresh=False))
     finally:
+        locks.release_all()
         bar.close()
     return [records[run]["result"] for run in runs]
+
+
+def _not_finished_meanwhile(runs: list[Run], run_dir: Optional[Path], identity: dict[str, str],
+                            records: dict[Run, Any], bar: tqdm, locks: _Locks, fresh: bool) -> list[Run]:
+    """Of the locked ``runs``, those still to execute: a run another sweep stored since this one started
+    is read instead (and its lock released)."""
+    todo = []
+    for run in runs:
+        found = None if run_dir is None or fresh else read_record(run_dir / f"{run.key}.json", run.as_dict(), identity)
+        if found is not None and found.status is Status.VALID:
+            records[run] = found.record
+            locks.release(run)
+            bar.update(1)
+        else:
+            todo.append(run)
+    return todo
+
+
+def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Optional[float] = None,
+                          on_stale: str = "refuse") -> None:
+    """Raise a ``ValueError`` naming the first bad argument of :func:`run_sweep` (before anything starts)."""
+    if workers < 1 or threads_per_run < 1:
+        raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
+    if gpus_per_run is not None and not (gpus_per_run >= 0 and math.isfinite(gpus_per_run)):
+        raise ValueError(f"gpus_per_run must be a number >= 0, got {gpus_per_run}")
+    if on_stale not in STALE_CHOICES:
+        raise ValueError(f"on_stale must be one of {STALE_CHOICES}, got {on_stale!r}")
 
 
 def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int, address: Optional[str],

@@ -1,0 +1,159 @@
+"""Issue 33: stored run records are tied to the sizes and code that made them, checked before reuse, never
+lost to a write failure, shared by two sweeps on one folder; the command line's errors say what to do."""
+import json
+import logging
+import threading
+import time
+
+import pytest
+
+from sparse_tutorial.experiments import records, runner, sweep
+from sparse_tutorial.experiments.__main__ import main
+from sparse_tutorial.experiments.records import RecordNotStoredError, code_fingerprint, code_files
+from sparse_tutorial.experiments.runner import ResultsFileError, available, load_results
+from sparse_tutorial.experiments.sweep import Run, StaleRecordsError, run_sweep
+
+GRID = [Run.of("system", name=name, seed=seed) for name in ("a", "b") for seed in range(2)]
+IDENTITY = {"sizes": "sizes-1", "code": "code-1"}
+
+
+def counting(calls: list, raise_on: Run | None = None, error: BaseException | None = None):
+    def execute(run: Run) -> dict:
+        calls.append(run)
+        if run == raise_on:
+            raise error
+        print(f"training {run.key}")
+        return {"score": run["seed"] + (run["name"] == "b")}
+    return execute
+
+
+def sweep_of(tmp_path, calls, identity=IDENTITY, **options):
+    return run_sweep(GRID, counting(calls), run_dir=tmp_path, progress=False, identity=identity, **options)
+
+
+def test_a_record_of_other_sizes_is_redone_with_a_warning(tmp_path, caplog):
+    first = sweep_of(tmp_path, [])
+    calls: list = []
+    with caplog.at_level(logging.WARNING):
+        assert sweep_of(tmp_path, calls, identity={**IDENTITY, "sizes": "sizes-2"}) == first
+    assert calls == GRID
+    assert f"{GRID[0].key}.json: it was made with other sizes" in caplog.text
+
+
+def test_records_of_other_code_stop_the_sweep_until_told_to_redo_or_accept_them(tmp_path):
+    first = sweep_of(tmp_path, [])
+    new_code = {**IDENTITY, "code": "code-2"}
+    calls: list = []
+    with pytest.raises(StaleRecordsError, match=r"4 stored run\(s\).*other code.*--redo-stale.*--accept-stale"):
+        sweep_of(tmp_path, calls, identity=new_code)
+    assert calls == []  # refused before anything trained
+    assert sweep_of(tmp_path, calls, identity=new_code, on_stale="accept") == first and calls == []
+    assert sweep_of(tmp_path, calls, identity=new_code, on_stale="redo") == first and calls == GRID
+    stored = json.loads((tmp_path / f"{GRID[0].key}.json").read_text())
+    assert stored["identity"] == new_code
+
+
+def test_an_edited_or_truncated_record_is_named_and_redone_and_the_rest_kept(tmp_path, caplog):
+    first = sweep_of(tmp_path, [])
+    edited = tmp_path / f"{GRID[0].key}.json"
+    edited.write_text(edited.read_text().replace('"score": 0', '"score": 0.9999'))
+    truncated = tmp_path / f"{GRID[1].key}.json"
+    truncated.write_text(truncated.read_text()[:40])
+    calls: list = []
+    with caplog.at_level(logging.WARNING):
+        assert sweep_of(tmp_path, calls) == first
+    assert calls == GRID[:2]
+    assert f"{GRID[0].key}.json: its checksum fails" in caplog.text
+    assert f"{GRID[1].key}.json: it does not parse" in caplog.text
+    assert all(len(line) < 300 for line in caplog.text.splitlines())
+
+
+def test_a_deleted_log_is_named_and_its_record_kept(tmp_path, caplog):
+    sweep_of(tmp_path, [])
+    (tmp_path / f"{GRID[2].key}.log").unlink()
+    calls: list = []
+    with caplog.at_level(logging.WARNING):
+        sweep_of(tmp_path, calls)
+    assert calls == [] and f"its log {GRID[2].key}.log is missing or changed" in caplog.text
+
+
+def test_a_record_that_cannot_be_written_is_rescued_and_named(tmp_path, monkeypatch):
+    def full_disk(path, text, encoding="utf-8"):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(records, "atomic_write_text", full_disk)
+    with pytest.raises(RecordNotStoredError, match="saved to") as caught:
+        sweep_of(tmp_path, [])
+    rescued = str(caught.value).split("saved to ")[1].split(":")[0]
+    assert json.loads(open(rescued).read())["result"] == {"score": 0}
+
+
+def test_free_space_is_checked_before_a_run_trains(tmp_path, monkeypatch):
+    monkeypatch.setattr(records.shutil, "disk_usage", lambda path: type("Usage", (), {"free": 1000})())
+    calls: list = []
+    with pytest.raises(OSError, match="bytes free"):
+        sweep_of(tmp_path, calls)
+    assert calls == []
+
+
+def test_two_sweeps_on_one_folder_share_the_work(tmp_path):
+    held = sweep._Locks(tmp_path)
+    assert held.take(GRID[0], wait=False)  # another sweep is training GRID[0]
+    calls: list = []
+    results: list = []
+    other = threading.Thread(target=lambda: results.append(sweep_of(tmp_path, calls)))
+    other.start()
+    for _ in range(200):
+        if len(calls) == 3:
+            break
+        time.sleep(0.05)
+    assert calls == GRID[1:]  # it trained the other runs, and waits for the one that is taken
+    record = sweep.execute_logged(counting([]), GRID[0], threads=1)
+    records.store_record(tmp_path, GRID[0].key, records.sealed(record, IDENTITY), record["log"])
+    held.release(GRID[0])
+    other.join(timeout=30)
+    assert calls == GRID[1:] and results[0] == [{"score": s} for s in (0, 1, 1, 2)]
+
+
+def test_the_code_fingerprint_covers_what_runs_and_ignores_docstrings(tmp_path):
+    names = {path.name for path in code_files("nmt")}
+    assert {"nmt_training.py", "seq2seq.py", "attention.py", "fused_sparsemax.cpp"} <= names
+    assert not names & {"nmt_claims.py", "nmt_results.py", "nmt_finetune.py", "verdicts.py", "sweep.py",
+                        "classification.py", "summarization_data.py"}
+    assert code_fingerprint("nmt") != code_fingerprint("classification")
+    source = 'def f(x):\n    """Doc."""\n    return x  # note\n'
+    assert records._without_docstrings(source) == records._without_docstrings(source.replace("Doc.", "Other."))
+    assert records._without_docstrings(source) != records._without_docstrings(source.replace("x  #", "x + 1  #"))
+
+
+def test_load_results_names_a_malformed_file(tmp_path):
+    (tmp_path / "nmt.json").write_text('{"experiment": "nmt", ')
+    with pytest.raises(ResultsFileError, match=r"nmt\.json is not valid JSON"):
+        load_results("nmt", tmp_path)
+    (tmp_path / "nmt.json").write_text("[1, 2]")
+    with pytest.raises(ResultsFileError, match="does not hold an experiment's results.*list"):
+        load_results("nmt", tmp_path)
+
+
+def test_the_command_line_offers_only_experiments_and_checks_arguments_before_ray(capsys):
+    assert available() == ["classification", "explanation", "interpretability", "nmt", "summarization"]
+    with pytest.raises(SystemExit) as exit_code:
+        main(["verdicts"])
+    assert exit_code.value.code == 2 and "invalid choice: 'verdicts'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_code:
+        main(["nmt", "--workers", "2", "--gpus-per-run", "-1"])
+    assert exit_code.value.code == 2 and "must be a number >= 0" in capsys.readouterr().err
+
+
+def test_ctrl_c_says_that_the_same_command_resumes(tmp_path, monkeypatch, capsys):
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: GRID
+    module.execute = counting([], raise_on=GRID[2], error=KeyboardInterrupt())
+    module.assemble = lambda profile, seeds, runs, results: {}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    assert main(["fake", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; 2 finished run(s) are stored" in err and "same command resumes" in err
+    assert "Traceback" not in err
