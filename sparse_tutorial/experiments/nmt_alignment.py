@@ -7,35 +7,51 @@ alignments without attention: the diagonal, and IBM Model 1 trained by EM on the
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import torch
 
 from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
+from sparse_tutorial.data import shuffled_sources
 from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, AlignedPair, TokenVocabulary, word_data
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
 from sparse_tutorial.profiles import seed_everything
 from sparse_tutorial.training import LossFn, TrainConfig, epoch_seed, train
 
-Alignment = tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]]
-"""Greek→English training and test verses with gold links, and their provenance."""
 
 
 def forced_attention(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabulary,
                      pairs: Sequence[AlignedPair]) -> list[torch.Tensor]:
     """Teacher-forced attention on the reference translation: ``(len(target), len(source))`` per pair (the
     row of ``</s>`` dropped), the matrices AER/SAER score."""
+    return _forced(model, src_vocab, tgt_vocab, pairs)[1]
+
+
+def forced_nll(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabulary,
+               pairs: Sequence[AlignedPair]) -> float:
+    """Teacher-forced negative log-likelihood per target word (``</s>`` included) of ``pairs``."""
+    total, words = _forced(model, src_vocab, tgt_vocab, pairs)[0]
+    return total / words
+
+
+def _forced(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabulary, pairs: Sequence[AlignedPair]
+            ) -> tuple[tuple[float, int], list[torch.Tensor]]:
     device = next(model.parameters()).device
+    was_training = model.training
     model.eval()
-    out = []
+    attention, total, words = [], 0.0, 0
     with torch.no_grad():
         for k in range(0, len(pairs), 64):
             chunk = pairs[k:k + 64]
             b = make_batch([(src_vocab.encode(p.source), tgt_vocab.encode(p.target)) for p in chunk], BOS_ID, EOS_ID)
-            _, attn = model(b.src.to(device), b.src_mask.to(device), b.tgt_in.to(device))
-            out += [attn[r, :len(p.target), :len(p.source)].cpu() for r, p in enumerate(chunk)]
-    return out
+            log_probs, attn = model(b.src.to(device), b.src_mask.to(device), b.tgt_in.to(device))
+            nll = -log_probs.gather(-1, b.tgt_out.to(device).unsqueeze(-1)).squeeze(-1)
+            total += float((nll * b.tgt_mask.to(device)).sum())
+            words += int(b.tgt_mask.sum())
+            attention += [attn[r, :len(p.target), :len(p.source)].cpu() for r, p in enumerate(chunk)]
+    model.train(was_training)
+    return (total, words), attention
 
 
 def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, float]:
@@ -44,6 +60,18 @@ def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedP
     sure, possible = [p.sure for p in pairs], [p.possible for p in pairs]
     return {"aer": aer([hard_alignment(a) for a in attention], sure, possible),
             "saer": saer(attention, sure, possible), "argmax_agreement": argmax_agreement(attention, sure)}
+
+
+def aer_counts(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, list[int]]:
+    """Per verse, the counts AER sums over the corpus (``1 − (sure_hits + possible_hits) / (links + sure)``,
+    :func:`~sparse_tutorial.metrics.aer`), so that an interval can resample verses."""
+    out: dict[str, list[int]] = {"sure_hits": [], "possible_hits": [], "links": [], "sure": []}
+    for matrix, pair in zip(attention, pairs):
+        links, possible = hard_alignment(matrix), pair.possible | pair.sure
+        for key, value in (("sure_hits", len(links & pair.sure)), ("possible_hits", len(links & possible)),
+                           ("links", len(links)), ("sure", len(pair.sure))):
+            out[key].append(value)
+    return out
 
 
 def baseline_alignment_scores(train_pairs: Sequence[AlignedPair], test_pairs: Sequence[AlignedPair],
@@ -58,14 +86,31 @@ def baseline_alignment_scores(train_pairs: Sequence[AlignedPair], test_pairs: Se
 
 def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, train_pairs: Sequence[AlignedPair],
                   test_pairs: Sequence[AlignedPair], epochs: int, batch_tokens: int, lr: float, seed: int,
-                  device: torch.device | str) -> tuple[dict[str, float], list[torch.Tensor]]:
-    """Train ``build(src_vocab_size, tgt_vocab_size)`` Greek→English on ``train_pairs`` with ``loss_fn`` (no
-    dev set: ``epochs`` epochs) and score its attention on ``test_pairs``: (:func:`alignment_scores`, the
-    attention matrices)."""
-    data = word_data(train_pairs)
+                  device: torch.device | str, n_dev: int = 0, patience: int | None = None
+                  ) -> tuple[dict[str, float], list[torch.Tensor]]:
+    """Train ``build(src_vocab_size, tgt_vocab_size)`` Greek→English on ``train_pairs`` with ``loss_fn`` and
+    score its attention on ``test_pairs``: (:func:`alignment_scores`, the attention matrices).
+
+    Without ``n_dev`` it trains ``epochs`` epochs; with it, the last ``n_dev`` training verses are held out and
+    training stops when their teacher-forced NLL has not improved for ``patience`` epochs (the best epoch
+    kept; no gold link is used). With a dev set the scores also hold ``dev_nll`` per epoch and the
+    source-shuffle control: the test NLL per word with the real sources and with other verses' sources
+    (a model that reads its source does far worse on the shuffled ones).
+    """
+    dev_pairs = list(train_pairs[len(train_pairs) - n_dev:]) if n_dev else []
+    data = word_data(train_pairs[:len(train_pairs) - n_dev])
     seed_everything(seed)
     model = build(len(data.src_vocab), len(data.tgt_vocab))
-    train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=epoch_seed(seed, epoch)), loss_fn,
-          TrainConfig(epochs=epochs, lr=lr, seed=seed, device=device))
+    dev_fn = (lambda m: -forced_nll(m, data.src_vocab, data.tgt_vocab, dev_pairs)) if dev_pairs else None
+    history = train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=epoch_seed(seed, epoch)),
+                    loss_fn, TrainConfig(epochs=epochs, lr=lr, seed=seed, device=device, patience=patience),
+                    dev_fn=dev_fn)
     attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
-    return alignment_scores(attention, test_pairs), attention
+    scores = alignment_scores(attention, test_pairs)
+    if dev_pairs:
+        shuffled = [p._replace(source=s) for p, s in zip(test_pairs, shuffled_sources([p.source for p in test_pairs], seed))]
+        scores.update(dev_nll=[-e["dev"] for e in history.epochs], best_epoch=history.best_epoch,
+                      test_nll=forced_nll(model, data.src_vocab, data.tgt_vocab, test_pairs),
+                      shuffled_source_nll=forced_nll(model, data.src_vocab, data.tgt_vocab, shuffled),
+                      verses=aer_counts(attention, test_pairs))
+    return scores, attention

@@ -10,11 +10,15 @@ English sentences. Alignment stays at the word level, because the gold links joi
 """
 from __future__ import annotations
 
+import functools
 import random
+import unicodedata
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple, Protocol, Sequence
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
 from sparse_tutorial.data import CORPORA, Vocabulary, load
+from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.data.subwords import SubwordVocabulary
 from sparse_tutorial.metrics import corpus_bleu, corpus_chrf
 from sparse_tutorial.models.seq2seq import TranslationBatch, make_batch
@@ -53,6 +57,10 @@ class AlignedPair(NamedTuple):
     possible: set[tuple[int, int]]
 
 
+Alignment = tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]]
+"""Greek→English training and test verses with gold links, and their provenance."""
+
+
 @dataclass(frozen=True)
 class CorpusSizes:
     """Which verses of the corpora a profile uses.
@@ -63,6 +71,11 @@ class CorpusSizes:
         vocab_size: BPE pieces of the joint vocabulary.
         german: the German versions that are training sources.
         n_align_train, n_align_test, max_align_len: the aligned Greek-English verses (words).
+        sample_seed: with a seed, dev and test are drawn at random from the whole Bible's splits; without,
+            they are the first verses of the splits in canonical order (Genesis first).
+        n_align_dev: aligned training verses held out to stop the aligners' training (no gold link used).
+        greek_stem: with a length, each Greek word becomes its first ``greek_stem`` letters without accents
+            (fewer, more frequent source types); IBM Model 1 reads the same tokens.
     """
 
     n_train: int
@@ -74,6 +87,9 @@ class CorpusSizes:
     n_align_train: int
     n_align_test: int
     max_align_len: int
+    sample_seed: int | None = None
+    n_align_dev: int = 0
+    greek_stem: int | None = None
 
 
 @dataclass
@@ -141,13 +157,22 @@ def load_translation_data(sizes: CorpusSizes) -> TranslationData:
     random.Random(0).shuffle(train)  # both versions in every slice of the training split
     seen = {tuple(p.source) for p in train}
     dev, test = ([p for p in pairs(split) if tuple(p.source) not in seen] for split in (first.dev, first.test))
-    train, dev, test = train[:sizes.n_train], dev[:sizes.n_dev], test[:sizes.n_test]
+    train, dev, test = (train[:sizes.n_train], _drawn(dev, sizes.n_dev, sizes.sample_seed),
+                        _drawn(test, sizes.n_test, sizes.sample_seed))
     provenance = asdict(first.provenance) if first.provenance is not None else {"name": first.name}
     info = {**provenance, "parse_report": first.report.line(), "splits_in_corpus": first.sizes(),
             "german_training_sources": list(sizes.german), "test_source": sizes.german[0],
             "max_len": sizes.max_len, "pairs_used": {"train": len(train), "dev": len(dev), "test": len(test)},
             "tokenizer": f"joint sentencepiece BPE, {len(vocab)} pieces, lower-cased"}
     return TranslationData(train, dev, test, vocab, vocab, info)
+
+
+def _drawn(pairs: list[Pair], n: int, seed: int | None) -> list[Pair]:
+    """The first ``n`` of ``pairs`` without a ``seed``; with one, ``n`` drawn at random from all of them and
+    kept in their order."""
+    if seed is None:
+        return pairs[:n]
+    return [pairs[i] for i in sorted(random.Random(seed).sample(range(len(pairs)), min(n, len(pairs))))]
 
 
 def word_data(pairs: Sequence[AlignedPair], min_freq: int = 1) -> TranslationData:
@@ -157,7 +182,7 @@ def word_data(pairs: Sequence[AlignedPair], min_freq: int = 1) -> TranslationDat
                            Vocabulary.build([p.target for p in train], min_freq), {})
 
 
-def load_alignment_data(sizes: CorpusSizes) -> tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]] | None:
+def load_alignment_data(sizes: CorpusSizes) -> Alignment | None:
     """Greek→English verses with manual alignments (:mod:`sparse_tutorial.data.bible_alignments`), words
     lower-cased, verses longer than ``sizes.max_align_len`` left out: (train, test, provenance); test comes
     from the corpus's test split. ``None`` while the data package has no such corpus."""
@@ -165,8 +190,11 @@ def load_alignment_data(sizes: CorpusSizes) -> tuple[list[AlignedPair], list[Ali
         return None
     corpus = load(ALIGNMENT_CORPUS, verbose=False)
 
+    def source_word(word: str) -> str:
+        return word.lower() if sizes.greek_stem is None else greek_stem(word, sizes.greek_stem)
+
     def convert(verses: Sequence[Any], n: int) -> list[AlignedPair]:
-        out = [AlignedPair([w.lower() for w in v.source_tokens], [w.lower() for w in v.target_tokens],
+        out = [AlignedPair([source_word(w) for w in v.source_tokens], [w.lower() for w in v.target_tokens],
                            set(map(tuple, v.sure)), set(map(tuple, v.possible)))
                for v in verses if max(len(v.source_tokens), len(v.target_tokens)) <= sizes.max_align_len]
         return out[:n]
@@ -174,4 +202,27 @@ def load_alignment_data(sizes: CorpusSizes) -> tuple[list[AlignedPair], list[Ali
     train = convert(corpus.train + corpus.dev, sizes.n_align_train)
     test = convert(corpus.test, sizes.n_align_test)
     provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
-    return train, test, {**provenance, "parse_report": corpus.report.line(), "max_len": sizes.max_align_len}
+    return train, test, {**provenance, "parse_report": corpus.report.line(), "max_len": sizes.max_align_len,
+                         "source_tokens": "words" if sizes.greek_stem is None else
+                         f"the first {sizes.greek_stem} letters of each word, accents removed"}
+
+
+def greek_stem(word: str, letters: int) -> str:
+    """``word`` lower-cased without accents or breathings, cut to its first ``letters`` letters: a crude stem
+    that maps the many inflected forms of a Greek word to fewer source types (λόγος, λόγου, λόγῳ → λογος,
+    λογου, λογω at 6 letters; ἀγαπητοί → αγαπητ)."""
+    plain = "".join(c for c in unicodedata.normalize("NFD", word.lower()) if not unicodedata.combining(c))
+    return plain[:letters]
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(load: Callable[[CorpusSizes], Any], sizes: CorpusSizes, cache: Path) -> Any:
+    """``load(sizes)``, once per process for each ``sizes`` and data cache folder."""
+    return load(sizes)
+
+
+def corpora(sizes: CorpusSizes, alignment: bool) -> tuple[TranslationData, Alignment | None]:
+    """The translation corpus of ``sizes`` and, with ``alignment``, the aligned verses, each loaded once per
+    process (so a corpus that is not fetched fails before any training)."""
+    data = _loaded(load_translation_data, sizes, cache_dir())
+    return data, (_loaded(load_alignment_data, sizes, cache_dir()) if alignment else None)

@@ -1,0 +1,311 @@
+"""The inference standard of the book's verdicts: seeds as the unit, an interval for every claim, margins
+fixed before the run, Holm's correction, and "not tested" where a claim cannot be judged.
+
+A **claim** (:class:`Claim`) is fixed before the run: what the paper says, its effect where it gives one,
+and the claim's kind with, for the kinds that need one, its **margin** δ (in the measure's unit):
+
+=================  =========================  ==========================  ============================
+kind               the paper says             ✓ when                      ✗ when
+=================  =========================  ==========================  ============================
+``greater``        A beats B                  effect > 0 and p_holm < α   effect < 0 and p_holm < α
+``less``           A is below B               effect < 0 and p_holm < α   effect > 0 and p_holm < α
+``equivalent``     A is on par with B         p_holm < α (TOST, ±δ)       the 95 % interval lies
+                                                                          outside [−δ, δ]
+``not_greater``    A is no better than B      p_holm < α (effect < δ)     the interval lies above δ
+``not_less``       A does not hurt            p_holm < α (effect > −δ)    the interval lies below −δ
+=================  =========================  ==========================  ============================
+
+and **?** otherwise. **not tested** is computed before any test, when a precondition fails: an arm has
+fewer than :data:`MIN_SEEDS` trained seeds, the intervention did not measurably act (its mechanism measure
+did not move beyond its interval), the measure sits at a bound, or the test set is below its stated size.
+
+**Evidence** (:class:`Evidence`) for a difference between two arms comes from :func:`compare`, which
+respects both sources of variance, training and test items:
+
+* a **hierarchical bootstrap**: resample each arm's seeds, then the test items (the same items for both
+  arms: paired by item), recompute the measure; its percentile interval is the claim's ``ci95``;
+* a **seed-level test**: the measure once per trained seed, Welch's t-test between the arms (with 3 seeds
+  an arm, it alone is what "seeds are the unit" asks; its interval is stored beside the bootstrap's).
+
+A claim's ``p`` is the larger of the two (it must hold across seeds *and* across seeds and items). Every
+measure is a ratio of sums over items (:data:`Score`): a mean per item, attention entropy per token (entropy
+summed over a verse's tokens / tokens), AER (hits / links), or corpus BLEU (n-gram counts,
+:func:`bleu_statistics`), so a resample only re-weights items. :func:`judge_family` applies Holm's
+step-down correction to a chapter's family of claims, stores raw and adjusted p, and gives each verdict.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+ALPHA = 0.05
+MIN_SEEDS = 3
+BOOTSTRAP_SAMPLES = 2000
+VERDICTS = ("✗", "?", "✓", "not tested")
+"""Every verdict, in the order a chapter lists them (contradictions of the paper first)."""
+KINDS = ("greater", "less", "equivalent", "not_greater", "not_less")
+
+Score = Callable[[np.ndarray], np.ndarray]
+"""``score(summed) -> values``: the measure from statistics summed over items, ``(..., K) -> (...)``."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's claim as the book judges it, fixed before the run.
+
+    Attributes:
+        paper: what the paper says and where (``"Table I: +0.69 BLEU, significant"``).
+        kind: one of :data:`KINDS` (see the module docstring).
+        margin: δ, in the measure's unit; required for ``equivalent``, ``not_greater`` and ``not_less``.
+        paper_effect: the paper's own difference in the same unit, when it gives one.
+        unit: the measure and its unit, for tables (``"BLEU"``, ``"nats/token"``).
+    """
+
+    paper: str
+    kind: str = "greater"
+    margin: float | None = None
+    paper_effect: float | None = None
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        needs_margin = self.kind in ("equivalent", "not_greater", "not_less")
+        if needs_margin and not (self.margin is not None and self.margin > 0):
+            raise ValueError(f"a {self.kind!r} claim needs a margin > 0 fixed before the run, got {self.margin}")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the run says about a claim's difference (arm A − arm B).
+
+    Attributes:
+        effect: the difference of the arms' means over seeds.
+        ci95: the 95 % interval of ``effect`` (hierarchical bootstrap).
+        samples: the bootstrap distribution of ``effect`` (not stored in results).
+        seeds: seeds of arm A and arm B.
+        seed_level: the per-seed values of each arm, Welch's interval and p (stored beside).
+        test: a sentence naming the test.
+    """
+
+    effect: float
+    ci95: tuple[float, float]
+    samples: np.ndarray = field(repr=False)
+    seeds: tuple[int, int]
+    seed_level: dict[str, Any]
+    test: str
+
+
+@dataclass(frozen=True)
+class NotTested:
+    """A claim whose precondition failed: ``reason`` says which, ``details`` what was measured."""
+
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def mean_score(summed: np.ndarray) -> np.ndarray:
+    """The mean per item from statistics ``(value_sum, count)``: use with items stacked as ``(value, 1)``."""
+    return summed[..., 0] / summed[..., 1]
+
+
+def ratio_score(summed: np.ndarray) -> np.ndarray:
+    """``sum_0 / sum_1``: entropy per token from ``(entropy, tokens)``, a share from ``(hits, total)``."""
+    return summed[..., 0] / np.maximum(summed[..., 1], 1e-12)
+
+
+def aer_score(summed: np.ndarray) -> np.ndarray:
+    """AER from per-verse ``(sure_hits, possible_hits, links, sure)``: ``1 − (sure_hits + possible_hits) / (links + sure)``."""
+    return 1.0 - (summed[..., 0] + summed[..., 1]) / np.maximum(summed[..., 2] + summed[..., 3], 1e-12)
+
+
+def bleu_statistics(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per sentence, the 10 statistics sacrebleu sums for corpus BLEU (hypothesis and reference length, then
+    matches and totals of 1- to 4-grams), lower-cased and 13a-tokenized as :func:`~sparse_tutorial.metrics.corpus_bleu`:
+    ``(sentences, 10)``. :func:`bleu_score` of their sum is the corpus BLEU."""
+    from sacrebleu.metrics import BLEU
+
+    streams = [[refs[k] if k < len(refs) else None for refs in references] for k in range(max(map(len, references)))]
+    return np.asarray(BLEU(lowercase=True)._extract_corpus_statistics(list(hypotheses), streams), dtype=float)
+
+
+def bleu_score(summed: np.ndarray) -> np.ndarray:
+    """Corpus BLEU (sacrebleu's defaults: 4-grams, ``exp`` smoothing, brevity penalty) from summed
+    :func:`bleu_statistics` ``(..., 10)``."""
+    hyp_len, ref_len = summed[..., 0], summed[..., 1]
+    matches, totals = summed[..., 2:6], summed[..., 6:10]
+    smooth = np.cumprod(np.where(matches == 0, 2.0, 1.0), axis=-1)  # 'exp': 1/2^k for the k-th zero count
+    precisions = np.where(matches > 0, matches / np.maximum(totals, 1), 1.0 / (smooth * np.maximum(totals, 1)))
+    precisions = np.where(totals > 0, precisions, 0.0)
+    log_mean = np.log(np.maximum(precisions, 1e-300)).mean(axis=-1)
+    penalty = np.where(hyp_len < ref_len, np.exp(1.0 - ref_len / np.maximum(hyp_len, 1e-12)), 1.0)
+    return np.where(hyp_len > 0, 100.0 * penalty * np.exp(log_mean), 0.0)
+
+
+def compare(a: np.ndarray, b: np.ndarray, score: Score = mean_score, n_samples: int = BOOTSTRAP_SAMPLES,
+            seed: int = 12345, what: str = "") -> Evidence:
+    """Evidence on arm A − arm B from per-item statistics of every trained seed.
+
+    Args:
+        a, b: ``(seeds, items, K)``: the statistics of each test item per seed (the same items, in the same
+            order, for both arms); ``score`` turns statistics summed over items into the measure.
+        score: e.g. :func:`mean_score`, :func:`ratio_score`, :func:`aer_score`, :func:`bleu_score`.
+        n_samples, seed: bootstrap resamples and their random seed.
+        what: the measure's name for the test sentence.
+
+    Returns:
+        :class:`Evidence`: the difference of the seed means, the hierarchical bootstrap's interval and
+        distribution, and the seed-level Welch test.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[1:] != b.shape[1:] or a.shape[1] == 0:
+        raise ValueError(f"a and b must be (seeds, items, K) with the same items and K, got {a.shape} and {b.shape}")
+    per_seed_a, per_seed_b = score(a.sum(axis=1)), score(b.sum(axis=1))          # (seeds,)
+    effect = float(per_seed_a.mean() - per_seed_b.mean())
+    rng = np.random.default_rng(seed)
+    items = a.shape[1]
+    weights = np.stack([np.bincount(rng.integers(0, items, items), minlength=items) for _ in range(n_samples)])
+    pick_a = rng.integers(0, len(a), size=(n_samples, len(a)))
+    pick_b = rng.integers(0, len(b), size=(n_samples, len(b)))
+    resampled_a = score(np.einsum("snk,bn->bsk", a, weights))                     # (n_samples, seeds)
+    resampled_b = score(np.einsum("snk,bn->bsk", b, weights))
+    samples = (np.take_along_axis(resampled_a, pick_a, axis=1).mean(axis=1)
+               - np.take_along_axis(resampled_b, pick_b, axis=1).mean(axis=1))
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return Evidence(effect, (float(low), float(high)), samples, (len(a), len(b)),
+                    welch(per_seed_a.tolist(), per_seed_b.tolist()),
+                    f"{what + ': ' if what else ''}hierarchical bootstrap (seeds, then test items paired across "
+                    f"arms) and Welch's t over seeds ({len(a)} vs {len(b)})")
+
+
+def welch(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]:
+    """Welch's two-sample t on per-seed values: ``{"a", "b", "difference", "ci95", "df", "se"}`` (interval
+    ``None`` with fewer than 2 seeds in an arm or no spread)."""
+    x, y = np.asarray(values, float), np.asarray(others, float)
+    out: dict[str, Any] = {"a": x.tolist(), "b": y.tolist(), "difference": float(x.mean() - y.mean()),
+                           "ci95": None, "df": None, "se": None}
+    if len(x) < 2 or len(y) < 2:
+        return out
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    se = math.sqrt(vx + vy)
+    if se == 0:
+        return out
+    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    half = float(stats.t.ppf(0.975, df)) * se
+    return {**out, "ci95": [out["difference"] - half, out["difference"] + half], "df": float(df), "se": se}
+
+
+def _welch_p(seed_level: dict[str, Any], shift: float, alternative: str) -> float | None:
+    """p of Welch's t for H0 ``difference = shift`` (two-sided) or one-sided (``"greater"``/``"less"``)."""
+    if seed_level["se"] is None:
+        return None
+    t = (seed_level["difference"] - shift) / seed_level["se"]
+    df = seed_level["df"]
+    if alternative == "two-sided":
+        return float(2 * stats.t.sf(abs(t), df))
+    return float(stats.t.sf(t, df) if alternative == "greater" else stats.t.cdf(t, df))
+
+
+def _bootstrap_p(samples: np.ndarray, effect: float, shift: float, alternative: str) -> float:
+    """The bootstrap's p for H0 ``effect = shift``: two-sided from the centred distribution, one-sided as
+    the share of resamples on the far side of ``shift``."""
+    n = len(samples)
+    if alternative == "two-sided":
+        return float((np.sum(np.abs(samples - effect) >= abs(effect - shift)) + 1) / (n + 1))
+    beyond = samples <= shift if alternative == "greater" else samples >= shift
+    return float((np.sum(beyond) + 1) / (n + 1))
+
+
+def p_value(claim: Claim, evidence: Evidence) -> float:
+    """The claim's p: the larger of the bootstrap's and the seed-level test's (Welch's is ``None``, and
+    then ignored, only when the seeds do not vary); for the margin kinds the p of their one-sided tests
+    against ±δ (``equivalent``: the larger of both, TOST)."""
+    tests = {"greater": [(0.0, "two-sided")], "less": [(0.0, "two-sided")],
+             "not_greater": [(claim.margin, "less")], "not_less": [(-(claim.margin or 0.0), "greater")],
+             "equivalent": [(-(claim.margin or 0.0), "greater"), (claim.margin, "less")]}[claim.kind]
+    ps = []
+    for shift, alternative in tests:
+        ps.append(_bootstrap_p(evidence.samples, evidence.effect, shift, alternative))
+        welch_p = _welch_p(evidence.seed_level, shift, alternative)
+        if welch_p is not None:
+            ps.append(welch_p)
+    return max(ps)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given; each ≤ 1)."""
+    order = np.argsort(p_values)
+    adjusted = np.empty(len(p_values))
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted.tolist()
+
+
+def verdict(claim: Claim, evidence: Evidence, p_holm: float) -> str:
+    """✓ / ✗ / ? by the rule of the module docstring."""
+    low, high = evidence.ci95
+    significant = p_holm < ALPHA
+    if claim.kind in ("greater", "less"):
+        if not significant or evidence.effect == 0:
+            return "?"
+        return "✓" if (evidence.effect > 0) == (claim.kind == "greater") else "✗"
+    if significant:
+        return "✓"
+    margin = claim.margin or 0.0
+    contradicted = {"equivalent": low > margin or high < -margin, "not_greater": low > margin,
+                    "not_less": high < -margin}[claim.kind]
+    return "✗" if contradicted else "?"
+
+
+def seeds_precondition(evidence: Evidence) -> NotTested | None:
+    """``NotTested`` when an arm has fewer than :data:`MIN_SEEDS` trained seeds."""
+    if min(evidence.seeds) < MIN_SEEDS:
+        return NotTested(f"fewer than {MIN_SEEDS} trained seeds in an arm ({evidence.seeds[0]} vs {evidence.seeds[1]})")
+    return None
+
+
+def acted(evidence: Evidence, expected_sign: int) -> bool:
+    """Whether an intervention measurably moved its mechanism measure in the expected direction: the whole
+    95 % interval of the difference (intervention − control) on that side of 0."""
+    low, high = evidence.ci95
+    return low > 0 if expected_sign > 0 else high < 0
+
+
+def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[str, dict[str, Any]]:
+    """Verdicts for a chapter's family of claims, Holm-corrected over the tested ones.
+
+    Args:
+        judged: ``{name: (claim, evidence)}``, the evidence a :class:`NotTested` where a precondition
+            failed (fewer seeds than :data:`MIN_SEEDS` becomes one here too).
+
+    Returns:
+        ``{name: {"verdict", "kind", "effect", "ci95", "p", "p_holm", "seeds", "margin", "paper",
+        "paper_effect", "unit", "test", "seed_level"}}``; a ``not tested`` entry has ``reason`` (and
+        ``details``) and no p.
+    """
+    tested: dict[str, tuple[Claim, Evidence]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, (claim, evidence) in judged.items():
+        if isinstance(evidence, Evidence):
+            evidence = seeds_precondition(evidence) or evidence
+        base = {"kind": claim.kind, "margin": claim.margin, "paper": claim.paper, "paper_effect": claim.paper_effect,
+                "unit": claim.unit}
+        if isinstance(evidence, NotTested):
+            out[name] = {"verdict": "not tested", **base, "reason": evidence.reason, "details": evidence.details,
+                         "effect": None, "ci95": None, "p": None, "p_holm": None, "seeds": None}
+        else:
+            tested[name] = (claim, evidence)
+            out[name] = base
+    raw = {name: p_value(claim, evidence) for name, (claim, evidence) in tested.items()}
+    adjusted = dict(zip(raw, holm(list(raw.values())))) if raw else {}
+    for name, (claim, evidence) in tested.items():
+        out[name].update(verdict=verdict(claim, evidence, adjusted[name]), effect=evidence.effect,
+                         ci95=list(evidence.ci95), p=raw[name], p_holm=adjusted[name], seeds=list(evidence.seeds),
+                         test=evidence.test, seed_level=evidence.seed_level)
+    return {name: {"verdict": out[name].pop("verdict"), **out[name]} for name in judged}

@@ -1,0 +1,3 @@
+"""placeholder while the grid code settles"""
+def assemble(*args, **kwargs):
+    raise NotImplementedError

@@ -1,0 +1,87 @@
+"""Issue 30: the inference standard. Every rule can return every verdict it has; seeds are the unit; the
+bootstrap's BLEU is sacrebleu's; Holm's correction is the textbook one."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparse_tutorial.experiments.inference import (
+    Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family, ratio_score,
+)
+from sparse_tutorial.metrics import aer, corpus_bleu
+
+
+def arms(mean_a: float, mean_b: float, seeds: int = 3, items: int = 300, item_sd: float = 1.0,
+         seed_sd: float = 0.05, rng_seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-item statistics ``(value, 1)`` of two arms: each seed shifts its items by its own offset."""
+    rng = np.random.default_rng(rng_seed)
+    base = rng.normal(0, item_sd, items)  # item difficulty, shared by the arms (paired items)
+
+    def arm(mean: float) -> np.ndarray:
+        values = [mean + base + rng.normal(0, seed_sd) + rng.normal(0, 0.1, items) for _ in range(seeds)]
+        return np.stack([np.stack([v, np.ones(items)], axis=-1) for v in values])
+    return arm(mean_a), arm(mean_b)
+
+
+@pytest.mark.parametrize("kind, a, b, margin, expected", [
+    ("greater", 1.0, 0.0, None, "✓"), ("greater", 0.0, 1.0, None, "✗"), ("greater", 0.0, 0.0, None, "?"),
+    ("less", 0.0, 1.0, None, "✓"), ("less", 1.0, 0.0, None, "✗"), ("less", 0.0, 0.0, None, "?"),
+    ("equivalent", 0.0, 0.0, 0.5, "✓"), ("equivalent", 2.0, 0.0, 0.5, "✗"), ("equivalent", 0.45, 0.0, 0.5, "?"),
+    ("not_greater", 0.0, 0.0, 0.5, "✓"), ("not_greater", 2.0, 0.0, 0.5, "✗"), ("not_greater", 0.5, 0.0, 0.5, "?"),
+    ("not_less", 0.0, 0.0, 0.5, "✓"), ("not_less", 0.0, 2.0, 0.5, "✗"), ("not_less", 0.0, 0.5, 0.5, "?"),
+])
+def test_every_kind_of_claim_can_come_out_every_way(kind, a, b, margin, expected):
+    evidence = compare(*arms(a, b), what="toy")
+    result = judge_family({"c": (Claim("paper", kind=kind, margin=margin), evidence)})["c"]
+    assert result["verdict"] == expected, result
+    assert result["p"] <= result["p_holm"] <= 1 and len(result["ci95"]) == 2 and result["seeds"] == [3, 3]
+
+
+def test_not_tested_when_an_arm_has_fewer_than_three_seeds_or_a_precondition_fails():
+    one_seed = compare(*arms(1.0, 0.0, seeds=1))
+    judged = judge_family({"one seed": (Claim("p"), one_seed),
+                           "did not act": (Claim("p"), NotTested("the penalty did not lower the entropy", {"x": 1}))})
+    assert judged["one seed"]["verdict"] == "not tested" and "fewer than 3" in judged["one seed"]["reason"]
+    assert judged["did not act"]["verdict"] == "not tested" and judged["did not act"]["p"] is None
+    assert acted(compare(*arms(-1.0, 0.0)), expected_sign=-1) and not acted(compare(*arms(0.0, 0.0)), expected_sign=-1)
+
+
+def test_seeds_are_the_unit_a_seed_spread_larger_than_the_effect_is_not_significant():
+    """Thousands of items cannot make up for three seeds that disagree: the pooled-items test of the old
+    standard would call this effect significant; the seed-level test does not."""
+    evidence = compare(*arms(0.2, 0.0, items=3000, seed_sd=1.0, rng_seed=3))
+    result = judge_family({"c": (Claim("p"), evidence)})["c"]
+    assert result["verdict"] == "?" and result["seed_level"]["ci95"][0] < 0 < result["seed_level"]["ci95"][1]
+
+
+def test_holm_adjusts_step_down():
+    assert holm([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    family = {f"c{i}": (Claim("p"), compare(*arms(0.3, 0.0, rng_seed=i, items=60, item_sd=0.1, seed_sd=0.02)))
+              for i in range(6)}
+    judged = judge_family(family)
+    assert all(entry["p_holm"] >= entry["p"] for entry in judged.values())
+
+
+def test_margin_kinds_need_a_margin():
+    with pytest.raises(ValueError, match="margin"):
+        Claim("p", kind="equivalent")
+    with pytest.raises(ValueError, match="kind"):
+        Claim("p", kind="better")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["the", "cat", "sat", "on", "a", "mat", "dog"]), min_size=0, max_size=9),
+       st.integers(0, 3))
+def test_the_bootstrap_bleu_is_sacrebleus_corpus_bleu(words, cut):
+    hypotheses = [" ".join(words), " ".join(words[cut:]), "the cat sat on the mat"]
+    references = [["the cat sat on the mat", "a cat sat"], ["a dog sat on a mat", "the dog"], ["the cat sat on a mat", "x"]]
+    statistics = bleu_statistics(hypotheses, references)
+    assert float(bleu_score(statistics.sum(axis=0))) == pytest.approx(corpus_bleu(hypotheses, references), abs=1e-9)
+
+
+def test_ratio_scores_are_the_corpus_measures():
+    sure, possible = [{(0, 0), (1, 1)}, {(0, 1)}], [set(), {(1, 1)}]
+    predicted = [{(0, 0), (1, 0)}, {(1, 1)}]
+    counts = np.array([[len(a & s), len(a & (p | s)), len(a), len(s)] for a, s, p in zip(predicted, sure, possible)])
+    assert float(aer_score(counts.sum(0))) == pytest.approx(aer(predicted, sure, possible))
+    assert float(ratio_score(np.array([3.0, 4.0]))) == 0.75
