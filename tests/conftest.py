@@ -102,5 +102,5 @@ def toy_translation():
     aligned = [AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))}, set())
                for p in train[:40]]
     sizes = replace(nmt.SIZES["quick"], embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=48,
-                    beam_size=2, finetune_steps=3, align_epochs=2, align_batch_tokens=64)
+                    beam_size=2, align_epochs=2, align_batch_tokens=64)
     return data, (aligned[8:], aligned[:8], {"name": "toy"}), sizes

@@ -57,58 +57,92 @@ def test_command_line(fake_experiment, tmp_path, capsys, monkeypatch):
 
 
 def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
-    """The whole chapter-9 pipeline on a reversal task: every number is there and the robust claims hold."""
+    """The whole stored-run pipeline on a reversal task: every system from scratch with 3 seeds, and
+    nmt.json's contract (issues 29 and 30): protocol, seeds per system, mechanisms, AER with its controls,
+    and every claim judged by the inference standard, 'not tested' where an arm did not run."""
+    from dataclasses import replace
+
+    from sparse_tutorial.experiments import nmt
+    from sparse_tutorial.experiments.inference import VERDICTS
+
+    data, alignment, sizes = toy_translation
+    tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"), penalty_weights=(0.01, 0.08),
+                   corpus=replace(sizes.corpus, n_align_dev=6), align_patience=1)
+    monkeypatch.setitem(nmt.SIZES, "quick", tiny)
+    out = nmt.run("quick", seeds=3, data=data, alignment=alignment, n_examples=2)
+    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy", "+Temp 0.1", "λ = 0.08"}
+    assert all(row["seeds"] == 3 for row in out["table"].values())
+    assert out["table"]["+Sparsemax"]["zero_share"]["mean"] >= 0 and out["table"]["NMT"]["zero_share"]["mean"] == 0
+    assert all(len(seeded) == 3 and len(seeded[0]["dev_bleu"]) <= tiny.epochs for seeded in out["training"].values())
+    assert set(out["training_speed"]) == set(tiny.systems) and out["training_speed"]["NMT"]["overhead"] == 0
+    assert set(out["alignment"]["scores"]) == {"NMT", "+Entropy"} and set(out["alignment"]["controls"]) == {"NMT", "+Entropy"}
+    assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
+    assert len(out["heatmaps"]["NMT"]) == nmt.HEATMAPS
+    assert json.loads(json.dumps(out)) == out
+    checks = out["checks"]
+    assert checks["protocol"] == "from scratch" and checks["n_test"] == len(data.test)
+    assert checks["seeds_per_system"] == {arm: 3 for arm in out["table"]}
+    assert checks["baseline_bleu_mean"] == out["table"]["NMT"]["bleu"]["mean"] and checks["shuffled_source_bleu_mean"] >= 0
+    sparsemax = checks["mechanism"]["+Sparsemax"]
+    assert sparsemax["measure"] == "zero_share" and isinstance(sparsemax["acted"], bool)
+    assert checks["aer_seeds"] == 3 and set(checks["aer"]) == {"NMT", "+Entropy"}
+    # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
+    assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
+    claims = checks["claims"]
+    assert {entry["verdict"] for entry in claims.values()} <= set(VERDICTS)
+    assert claims["+Coverage beats NMT (Table I)"]["verdict"] == "not tested"  # +Coverage did not run
+    tested = [entry for entry in claims.values() if entry["verdict"] != "not tested"]
+    assert tested and all(e["p"] <= e["p_holm"] and len(e["ci95"]) == 2 and e["seeds"] == [3, 3] for e in tested)
+    assert claims["λ = 0.08 hurts against λ = 0.01 (Table IV)"]["unit"] == "BLEU"
+    # a claim on an intervention that did not move its own measure is not judged
+    assert (claims["+Sparsemax gains a little over NMT (Table I)"]["verdict"] == "not tested") is (not sparsemax["acted"])
+
+
+def test_every_system_trains_from_scratch_and_the_delayed_penalty_waits(toy_translation):
+    """A system run trains its own model from its initialisation (no baseline weights) with early stopping,
+    and stores per-verse sums that give back its corpus measures; the remedy's penalty is off for its
+    first epochs."""
     from dataclasses import replace
 
     from sparse_tutorial.experiments import nmt
 
     data, alignment, sizes = toy_translation
-    tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"), penalty_weights=(0.01, 0.08))
-    monkeypatch.setitem(nmt.SIZES, "quick", tiny)
-    out = nmt.run("quick", seeds=2, data=data, alignment=alignment, n_examples=2)
-    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"}
-    assert len(out["per_seed"]["NMT"]) == 2 and out["p_values_vs_baseline"]["NMT"] == [None, None]
-    # a row outside the headline systems runs with sweep_seeds (1) seeds only, and says so
-    assert out["table"]["+Temp 0.1"]["seeds"] == 1 and len(out["p_values_vs_baseline"]["+Temp 0.1"]) == 1
-    assert out["table"]["+Sparsemax"]["zero_share"]["mean"] >= 0 and out["table"]["NMT"]["zero_share"]["mean"] == 0
-    assert set(out["lambda_sweep"]) == {"0.01", "0.08"} and out["lambda_sweep_seeds"] == 1
-    assert set(out["training_speed"]) == set(out["table"]) and out["training_speed"]["NMT"]["overhead"] == 0
-    assert set(out["alignment"]["scores"]) == {"NMT", "+Entropy"}
-    assert 0 <= out["alignment"]["scores"]["NMT"]["aer"]["mean"] <= 1
-    assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
-    assert [len(b["dev_bleu"]) for b in out["baselines"]] == [2, 2]  # one dev BLEU per baseline epoch
-    assert json.loads(json.dumps(out)) == out
-    checks = out["checks"]  # issue 16's results contract
-    assert checks["seeds"] == 2 and checks["aer_seeds"] == 2 and set(checks["aer"]) == {"NMT", "+Entropy"}
-    assert checks["baseline_bleu_mean"] == out["table"]["NMT"]["bleu"]["mean"] and 0 <= checks["baseline_chrf_mean"] <= 100
-    assert checks["shuffled_source_bleu_mean"] >= 0 and set(checks["sink_share"]) == set(out["table"])
-    assert all(0 <= share <= 1 for share in checks["sink_share"].values())
-    # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
-    assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
+    sizes = replace(sizes, epochs=3, patience=None)
+    out = nmt.execute(nmt.system_run("quick", nmt.SYSTEMS["+Entropy from epoch 3"], 0), data=data,
+                      alignment=alignment, device="cpu", sizes=sizes)
+    epochs = out["epochs"]
+    assert len(epochs["dev_bleu"]) == 3 and len(epochs["dev_entropy"]) == 3
+    assert epochs["loss"][:2] == pytest.approx(epochs["nll"][:2]) and epochs["loss"][2] > epochs["nll"][2]
+    verses = out["verses"]
+    assert sum(verses["entropy"]) / sum(verses["tokens"]) == pytest.approx(out["metrics"]["entropy_per_token"], rel=1e-3)
+    assert len(verses["tokens"]) == len(data.test) == len(out["outputs"]) and len(out["heatmaps"]) == nmt.HEATMAPS
 
 
 def test_every_system_starts_from_the_same_baseline(toy_translation):
-    """The fine-tuning protocol: each system loads the seed's baseline weights (the coverage model, which the
-    baseline lacks, starts fresh), and the baseline is trained once and then read from its checkpoint."""
-    from sparse_tutorial.experiments import nmt_training as nmt
+    """Chapter 9's quick protocol: each system loads the seed's baseline weights (the coverage model, which
+    the baseline lacks, starts fresh), and the baseline is trained once and then read from its checkpoint."""
+    from sparse_tutorial.experiments import nmt_finetune as nmt
+    from sparse_tutorial.experiments.nmt_training import SYSTEMS, build_model
 
     data, _, sizes = toy_translation
+    finetuning = nmt.Finetuning(steps=3, learning_rate=1e-3)
     weights, history = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
     again, _ = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
     assert all(torch.equal(weights[k], again[k]) for k in weights) and len(history["epochs"]) == sizes.epochs
     for name in ("NMT", "+Coverage", "+Gumbel"):
-        model = nmt.build_model(nmt.SYSTEMS[name], sizes, len(data.src_vocab), len(data.tgt_vocab))
+        model = build_model(SYSTEMS[name], sizes, len(data.src_vocab), len(data.tgt_vocab))
         missing, unexpected = model.load_state_dict(weights, strict=False)
         assert not unexpected and all("coverage" in k or k.startswith("eval_attention.") for k in missing)
-    _, history = nmt.finetune(nmt.SYSTEMS["+Coverage"], weights, data, sizes, 0, "cpu")
-    assert 0 < len(history.steps) <= sizes.finetune_steps
+    _, history = nmt.finetune(SYSTEMS["+Coverage"], weights, data, sizes, finetuning, 0, "cpu")
+    assert 0 < len(history.steps) <= finetuning.steps
     with pytest.raises(ValueError, match="do not fit"):
-        nmt.finetune(nmt.SYSTEMS["NMT"], {**weights, "extra.weight": torch.zeros(1)}, data, sizes, 0, "cpu")
+        nmt.finetune(SYSTEMS["NMT"], {**weights, "extra.weight": torch.zeros(1)}, data, sizes, finetuning, 0, "cpu")
 
 
 def test_run_system_takes_a_reader_loss(toy_translation):
     """``run_system(..., loss_fn=...)`` trains with the reader's loss instead of the system's."""
-    from sparse_tutorial.experiments import nmt_training as nmt
+    from sparse_tutorial.experiments import nmt_finetune as nmt
+    from sparse_tutorial.experiments.nmt_training import SYSTEMS
     from sparse_tutorial.models.seq2seq import seq2seq_loss
 
     data, _, sizes = toy_translation
@@ -119,7 +153,7 @@ def test_run_system_takes_a_reader_loss(toy_translation):
         calls.append(1)
         return seq2seq_loss(model, batch, penalty="entropy", lam=0.5)
 
-    result = nmt.run_system(nmt.SYSTEMS["NMT"], weights, data, sizes, 0, "cpu", loss_fn=my_loss)
+    result = nmt.run_system(SYSTEMS["NMT"], weights, data, sizes, nmt.Finetuning(3, 1e-3), 0, "cpu", loss_fn=my_loss)
     assert len(calls) == len(result.history.steps) > 0 and "bleu" in result.metrics
 
 

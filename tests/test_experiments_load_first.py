@@ -3,7 +3,7 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import classification, classification_data, explanation, nmt, nmt_training, summarization
+from sparse_tutorial.experiments import classification, classification_data, explanation, nmt, summarization
 
 
 def no_training(*args, **kwargs):
@@ -18,12 +18,12 @@ def empty_task_cache():
     classification.cached_task.cache_clear()
 
 
-def test_nmt_loads_the_alignments_before_training(tmp_path, monkeypatch, toy_translation):
+def test_nmt_loads_its_corpora_before_training(tmp_path, monkeypatch, toy_translation):
     monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(nmt_training, "pretrain", no_training)
-    monkeypatch.setattr(nmt, "run_system", no_training)
+    monkeypatch.setattr(nmt, "train_system", no_training)
+    monkeypatch.setattr(nmt, "run_alignment", no_training)
     data = toy_translation[0]
-    with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible_alignments"):
+    with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible"):
         nmt.run("quick", seeds=1, data=data, device="cpu")
 
 

@@ -97,6 +97,29 @@ def test_free_space_is_checked_before_a_run_trains(tmp_path, monkeypatch):
 
 
 def test_two_sweeps_on_one_folder_share_the_work(tmp_path):
+    """Each run is locked only while it trains: two sweeps started together train every run once between
+    them, each trains some, and both return every result."""
+    calls: list = []
+
+    def slow(run: Run) -> dict:
+        calls.append((run, threading.get_ident()))
+        time.sleep(0.2)
+        return {"score": run["seed"] + (run["name"] == "b")}
+
+    results: list = []
+    sweeps = [threading.Thread(target=lambda: results.append(
+        run_sweep(GRID, slow, run_dir=tmp_path, progress=False, identity=IDENTITY))) for _ in range(2)]
+    for thread in sweeps:
+        thread.start()
+    for thread in sweeps:
+        thread.join(timeout=60)
+    expected = [{"score": s} for s in (0, 1, 1, 2)]
+    assert results == [expected, expected]
+    assert sorted((run for run, _ in calls), key=GRID.index) == GRID  # no run trained twice
+    assert len({thread for _, thread in calls}) == 2  # and each sweep trained some
+
+
+def test_a_sweep_waits_for_a_run_another_sweep_is_training(tmp_path):
     held = sweep._Locks(tmp_path)
     assert held.take(GRID[0], wait=False)  # another sweep is training GRID[0]
     calls: list = []
@@ -157,3 +180,21 @@ def test_ctrl_c_says_that_the_same_command_resumes(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert "interrupted; 2 finished run(s) are stored" in err and "same command resumes" in err
     assert "Traceback" not in err
+
+
+def test_status_names_the_stored_and_the_missing_runs_without_training(tmp_path, monkeypatch, capsys):
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: GRID
+    module.execute = counting([])
+    module.assemble = lambda profile, seeds, runs, results: {}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    identity = runner.grid_identity("fake", "quick")
+    run_sweep(GRID[:3], counting([]), run_dir=runner.runs_dir("fake", "quick", tmp_path), progress=False,
+              identity=identity)
+    calls: list = []
+    module.execute = counting(calls)
+    assert main(["fake", "--out", str(tmp_path), "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "3 valid, 1 missing" in out and f"missing: {GRID[3].key}" in out and calls == []

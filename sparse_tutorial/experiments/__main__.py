@@ -1,7 +1,8 @@
 """``python -m sparse_tutorial.experiments NAME [--profile PROFILE] [--seeds N] [--out DIR] [--workers N | --address ADDR]``.
 
 The experiment's runs are stored one by one under ``DIR/runs/NAME-PROFILE/`` as they finish; running the
-same command again skips the finished ones (``--fresh`` redoes them). ``--workers N`` runs N at a time on
+same command again skips the finished ones (``--fresh`` redoes them), and ``--status`` says which runs of
+the grid are stored and which are still to train, without training anything. ``--workers N`` runs N at a time on
 this machine and ``--address auto`` on a Ray cluster (both need ``pip install 'sparse_tutorial[ray]'``).
 
 Every argument and the output folder are checked before the experiment starts (before Ray or any
@@ -25,6 +26,7 @@ from sparse_tutorial.experiments.runner import (
     accepted_profiles,
     available,
     check_arguments,
+    grid_status,
     results_dir,
     run_experiment,
     runs_dir,
@@ -73,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gpus-per-run", type=_non_negative_float, default=None,
                         help="GPU share of each run, e.g. 0.25: four runs per GPU (default: GPUs / workers)")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
+    parser.add_argument("--status", action="store_true",
+                        help="only say which runs of the grid are stored and which are still to train, then exit")
     stale = parser.add_mutually_exclusive_group()
     stale.add_argument("--redo-stale", action="store_const", const="redo", dest="on_stale", default="refuse",
                        help="train again the stored runs that other code made (by default they stop the command)")
@@ -85,6 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     run_dir = runs_dir(args.name, args.profile, args.out)
+    if args.status:
+        status = grid_status(args.name, args.profile, args.seeds, args.out)
+        print(f"{args.name} --profile {args.profile} --seeds {args.seeds}: "
+              + ", ".join(f"{len(keys)} {name}" for name, keys in status.items() if keys) + f" (in {run_dir})")
+        for name, keys in status.items():
+            for key in keys if name != "valid" else ():
+                print(f"  {name}: {key}")
+        return 0
     try:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
                                  workers=args.workers, address=args.address, fresh=args.fresh,

@@ -107,8 +107,8 @@ def checksum(record: dict[str, Any]) -> str:
 class Status(Enum):
     """What :func:`read_record` found."""
 
-    MISSING = "missing"
     VALID = "valid"
+    MISSING = "missing"
     CORRUPT = "corrupt"        # unreadable, not a record of this run, or its checksum fails: redone
     OTHER_SIZES = "other sizes"  # redone
     OTHER_CODE = "other code"    # refused unless told (redo or accept)

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.records import code_fingerprint, sizes_digest
+from sparse_tutorial.experiments.records import Status, code_fingerprint, read_record, sizes_digest
 from sparse_tutorial.experiments.sweep import RAY_HINT, check_sweep_arguments, ray_available, run_sweep, strict_json
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
@@ -258,6 +258,19 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
                                      "code": identity["code"], "run_code": codes,
                                      "mixed_code": codes != [identity["code"]]}
     return assembled
+
+
+def grid_status(name: str, profile: str, seeds: int, directory: Path | None = None) -> dict[str, list[str]]:
+    """Which runs of experiment ``name``'s grid are stored and reusable, and which are not (without training
+    anything): ``{status: [run keys]}`` with the statuses of
+    :class:`~sparse_tutorial.experiments.records.Status` (``valid``, ``missing``, ``corrupt``,
+    ``other sizes``, ``other code``)."""
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    folder, identity = runs_dir(name, profile, directory), grid_identity(name, profile)
+    status: dict[str, list[str]] = {s.value: [] for s in Status}
+    for run in dict.fromkeys(module.grid(profile, seeds)):
+        status[read_record(folder / f"{run.key}.json", run.as_dict(), identity).status.value].append(run.key)
+    return status
 
 
 def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:

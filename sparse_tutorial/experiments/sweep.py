@@ -49,7 +49,7 @@ from tqdm import tqdm
 
 from sparse_tutorial.atomic import writable_directory
 from sparse_tutorial.experiments.records import (
-    LOG, Status, check_free_space, read_record, sealed, store_record,
+    LOG, RecordNotStoredError, Status, check_free_space, read_record, sealed, store_record,
 )
 from sparse_tutorial.profiles import seed_everything
 
@@ -194,9 +194,10 @@ class _Locks:
         if handle is not None:
             handle.close()
 
-    def release_all(self) -> None:
-        for run in list(self.held):
-            self.release(run)
+    def wait(self, run: Run) -> None:
+        """Block until no other sweep holds ``run``'s lock."""
+        self.take(run, wait=True)
+        self.release(run)
 
 
 def _reusable(run_dir: Optional[Path], runs: Sequence[Run], identity: dict[str, str], on_stale: str
@@ -267,56 +268,61 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     records = {run: None for run in unique} if fresh else _reusable(run_dir, unique, identity, on_stale)
     bar = tqdm(total=len(unique), initial=sum(r is not None for r in records.values()), desc=description,
                unit="run", disable=not progress)
-    locks = _Locks(run_dir)
+    job = Job(execute, threads_per_run, run_dir, identity, fresh)
 
-    def finished(run: Run, record: dict[str, Any]) -> None:
-        stored = sealed(record, identity)
-        if run_dir is not None:
-            store_record(run_dir, run.key, stored, record["log"])
-        locks.release(run)
-        records[run] = stored
-        bar.update(1)
-
-    def execute_all(batch: list[Run]) -> None:
-        if run_dir is not None and batch:
-            check_free_space(run_dir, run_dir.glob("*.json"))
-        if parallel:
-            _run_on_ray(batch, execute, workers, address, threads_per_run, gpus_per_run, finished)
-        else:
-            for run in batch:
-                if run_dir is not None:
-                    check_free_space(run_dir, run_dir.glob("*.json"))
-                finished(run, execute_logged(execute, run, threads_per_run))
+    def finished(run: Run, outcome: tuple[str, Optional[dict[str, Any]]]) -> None:
+        if outcome[0] == "done":
+            records[run] = outcome[1]
+            bar.update(1)
 
     try:
         pending = [run for run in unique if records[run] is None]
-        taken = [run for run in pending if locks.take(run, wait=False)]
-        execute_all(_not_finished_meanwhile(taken, run_dir, identity, records, bar, locks, fresh))
-        waiting = [run for run in pending if run not in taken]
-        for run in waiting:  # another sweep on this folder is training them: wait, then read what it stored
-            LOG.info("waiting for another sweep that is training %s", run.key)
-            locks.take(run, wait=True)
-        execute_all(_not_finished_meanwhile(waiting, run_dir, identity, records, bar, locks, fresh=False))
+        while pending:
+            if parallel:
+                _run_on_ray(pending, job, workers, address, threads_per_run, gpus_per_run, finished)
+            else:
+                for run in pending:
+                    finished(run, job(run))
+            pending = [run for run in pending if records[run] is None]
+            for run in pending:  # another sweep on this folder is training them: wait for it, then read
+                LOG.info("waiting for another sweep that is training %s", run.key)
+                _Locks(run_dir).wait(run)
+            job = Job(execute, threads_per_run, run_dir, identity, fresh=False)
     finally:
-        locks.release_all()
         bar.close()
     return [records[run]["result"] for run in runs]
 
 
-def _not_finished_meanwhile(runs: list[Run], run_dir: Optional[Path], identity: dict[str, str],
-                            records: dict[Run, Any], bar: tqdm, locks: _Locks, fresh: bool) -> list[Run]:
-    """Of the locked ``runs``, those still to execute: a run another sweep stored since this one started
-    is read instead (and its lock released)."""
-    todo = []
-    for run in runs:
-        found = None if run_dir is None or fresh else read_record(run_dir / f"{run.key}.json", run.as_dict(), identity)
-        if found is not None and found.status is Status.VALID:
-            records[run] = found.record
+@dataclass(frozen=True)
+class Job:
+    """What the process that trains a run does (serially, or in a Ray worker): lock the run, read the record
+    another sweep may have stored meanwhile, else check the free space, execute, store the record, unlock.
+    Returns ``("done", record)``, or ``("busy", None)`` when another sweep holds the run's lock."""
+
+    execute: Callable[[Run], dict]
+    threads: int
+    run_dir: Optional[Path]
+    identity: dict[str, Any]
+    fresh: bool = False
+
+    def __call__(self, run: Run) -> tuple[str, Optional[dict[str, Any]]]:
+        locks = _Locks(self.run_dir)
+        if not locks.take(run, wait=False):
+            return "busy", None
+        try:
+            if self.run_dir is not None:
+                if not self.fresh:
+                    found = read_record(self.run_dir / f"{run.key}.json", run.as_dict(), self.identity)
+                    if found.status is Status.VALID:
+                        return "done", found.record
+                check_free_space(self.run_dir, self.run_dir.glob("*.json"))
+            record = execute_logged(self.execute, run, self.threads)
+            stored = sealed(record, self.identity)
+            if self.run_dir is not None:
+                store_record(self.run_dir, run.key, stored, record["log"])
+            return "done", stored
+        finally:
             locks.release(run)
-            bar.update(1)
-        else:
-            todo.append(run)
-    return todo
 
 
 def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Optional[float] = None,
@@ -330,9 +336,10 @@ def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Opti
         raise ValueError(f"on_stale must be one of {STALE_CHOICES}, got {on_stale!r}")
 
 
-def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int, address: Optional[str],
-                threads: int, gpus_per_run: Optional[float], finished: Callable[[Run, dict], None]) -> None:
-    """Submit every pending run as a Ray task and hand each record to ``finished`` as it completes."""
+def _run_on_ray(pending: list[Run], job: Job, workers: int, address: Optional[str], threads: int,
+                gpus_per_run: Optional[float], finished: Callable[[Run, tuple], None]) -> None:
+    """Submit ``job`` of every pending run as a Ray task and hand each outcome to ``finished`` as it completes
+    (a record that could not be stored is re-raised as the worker raised it)."""
     import ray
 
     if not ray.is_initialized():
@@ -346,8 +353,8 @@ def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int
     if gpus_per_run is None:
         gpus = ray.cluster_resources().get("GPU", 0)
         gpus_per_run = min(1.0, gpus / workers) if gpus else 0.0
-    task = ray.remote(execute_logged).options(num_cpus=threads, num_gpus=gpus_per_run, max_retries=0)
-    futures = {task.remote(execute, run, threads): run for run in pending}
+    task = ray.remote(_call).options(num_cpus=threads, num_gpus=gpus_per_run, max_retries=0)
+    futures = {task.remote(job, run): run for run in pending}
     while futures:
         done, _ = ray.wait(list(futures), num_returns=1)
         run = futures.pop(done[0])
@@ -356,4 +363,11 @@ def _run_on_ray(pending: list[Run], execute: Callable[[Run], dict], workers: int
         except ray.exceptions.RayTaskError as error:
             for future in futures:
                 ray.cancel(future)
+            if isinstance(error.cause, (RecordNotStoredError, OSError)):
+                raise error.cause from error
             raise RuntimeError(f"run {run.key} failed in a Ray worker: {error}") from error
+
+
+def _call(job: Job, run: Run) -> tuple[str, Optional[dict[str, Any]]]:
+    """``job(run)``: a module-level function for Ray to run in a worker."""
+    return job(run)

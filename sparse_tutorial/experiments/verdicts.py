@@ -20,6 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
+from sparse_tutorial.experiments.inference import VERDICTS
+
 SIGNIFICANCE = 0.05
 BOOTSTRAP_SAMPLES = 1000
 
@@ -155,8 +157,8 @@ def correlation_test(x: Sequence[float], y: Sequence[float], method: str = "kend
     return value, (None if math.isnan(p) else p), (float(low), float(high))
 
 
-VERDICT_ORDER = ("✗", "?", "✓")
-"""The order in which a chapter lists its claims: contradictions of the paper first."""
+VERDICT_ORDER = VERDICTS
+"""The order in which a chapter lists its claims: contradictions of the paper first, "not tested" last."""
 
 
 def ordered_claims(claims: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -171,13 +173,13 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     (``"+0.412 [+0.1, +0.7]"``): the interval's width is what the run can resolve."""
     rows = []
     for name, entry in ordered_claims(claims):
-        difference, interval = entry["difference"], entry.get("ci95")
+        difference, interval = entry.get("effect", entry.get("difference")), entry.get("ci95")
         ours = "n/a" if difference is None else f"{difference:+.{digits}g}"
         if interval is not None and None not in interval:
             ours += f" [{interval[0]:+.2g}, {interval[1]:+.2g}]"
         rows.append({"claim": name, "verdict": entry["verdict"], "ours": ours,
                      "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
-                     "paper": entry["paper"], "test": entry["test"]})
+                     "paper": entry["paper"], "test": entry.get("test") or entry.get("reason")})
     return rows
 
 
@@ -187,6 +189,8 @@ def verdicts_in_brief(claims: dict[str, dict[str, Any]], most: int = 8) -> str:
     lines = []
     for mark in VERDICT_ORDER:
         names = [name for name, entry in claims.items() if entry["verdict"] == mark]
+        if mark == "not tested" and not names:
+            continue
         shown = "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
         lines.append(f"{mark} ({len(names)}): " + (shown or "none"))
     return "\n".join(lines)
