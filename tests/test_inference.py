@@ -85,3 +85,15 @@ def test_ratio_scores_are_the_corpus_measures():
     counts = np.array([[len(a & s), len(a & (p | s)), len(a), len(s)] for a, s, p in zip(predicted, sure, possible)])
     assert float(aer_score(counts.sum(0))) == pytest.approx(aer(predicted, sure, possible))
     assert float(ratio_score(np.array([3.0, 4.0]))) == 0.75
+
+
+def test_the_worked_example_of_the_reproducibility_appendix_prints_what_it_says(capsys):
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "book" / "appendix" / "reproducibility.md").read_text()
+    section = page.split("## How a claim is judged")[1]
+    code = section.split("```python\n")[1].split("```")[0]
+    exec(compile(code, "reproducibility.md", "exec"), {})
+    printed = capsys.readouterr().out.split()
+    claimed = [line.rsplit("# ", 1)[1].strip() for line in code.splitlines() if line.startswith("print(")]
+    assert printed == claimed == ["?", "✓"]

@@ -43,11 +43,15 @@ import numpy as np
 from scipy import stats
 
 ALPHA = 0.05
+"""The significance level of every test, after Holm's correction."""
 MIN_SEEDS = 3
+"""Trained seeds an arm needs for its claims to be tested."""
 BOOTSTRAP_SAMPLES = 2000
+"""Resamples of the hierarchical bootstrap."""
 VERDICTS = ("✗", "?", "✓", "not tested")
 """Every verdict, in the order a chapter lists them (contradictions of the paper first)."""
 KINDS = ("greater", "less", "equivalent", "not_greater", "not_less")
+"""The kinds of claim (see the module docstring)."""
 
 Score = Callable[[np.ndarray], np.ndarray]
 """``score(summed) -> values``: the measure from statistics summed over items, ``(..., K) -> (...)``."""
@@ -285,9 +289,9 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
             failed (fewer seeds than :data:`MIN_SEEDS` becomes one here too).
 
     Returns:
-        ``{name: {"verdict", "kind", "effect", "ci95", "p", "p_holm", "seeds", "margin", "paper",
-        "paper_effect", "unit", "test", "seed_level"}}``; a ``not tested`` entry has ``reason`` (and
-        ``details``) and no p.
+        ``{name: entry}``, each entry with ``verdict``, ``kind``, ``effect``, ``ci95``, ``p``, ``p_holm``,
+        ``seeds``, ``margin``, ``paper``, ``paper_effect``, ``unit``, ``test`` and ``seed_level``; a
+        "not tested" entry has ``reason`` and ``details`` instead, and no p.
     """
     tested: dict[str, tuple[Claim, Evidence]] = {}
     out: dict[str, dict[str, Any]] = {}
