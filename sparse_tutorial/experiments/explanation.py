@@ -353,8 +353,9 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
             correct_by_model.setdefault(name, []).append(values)
         for name, values in base["erasure_flips"].items():
             flips_by_pick.setdefault(name, []).append(values)
+    adversary_js = [row["adversary_js_from_base"] for row in rows["baselines"]]
     return {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
-            **rows, "checks": checks(correct_by_model, flips_by_pick)}
+            **rows, "checks": checks(correct_by_model, flips_by_pick, adversary_js)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:

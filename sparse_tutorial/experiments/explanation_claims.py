@@ -1,37 +1,75 @@
-"""The claims of chapter 13 (Serrano & Smith, Wiegreffe & Pinter, 2019) judged on the runs of experiment
-``explanation``.
+"""The claims of chapter 13 (Serrano & Smith, Wiegreffe & Pinter, 2019), fixed before the stored run, and
+how they are judged on the runs of experiment ``explanation`` (:mod:`~sparse_tutorial.experiments.inference`).
 
-Every verdict is computed by the rule of :mod:`~sparse_tutorial.experiments.verdicts` and can come out
-either way (for a "no better" claim, ✗ means a significant difference). Each test is a paired bootstrap
-over test sentences of a per-sentence 0/1 outcome (a correct decision, or a decision that flips), seeds
-pooled: seed ``s`` of one model is paired with seed ``s`` of the other
-(:func:`~sparse_tutorial.experiments.verdicts.bootstrap_test`).
+Every measure is a share over test sentences of a per-sentence 0/1 outcome (a correct decision, or a
+decision that flips when a token is erased), so a claim's effect is a difference of shares, in points of
+accuracy × 1/100; seeds are the unit (hierarchical bootstrap over seeds and sentences, and a paired t over
+seeds), and the family is Holm-corrected. The "on par" claims have a margin of :data:`ACCURACY_MARGIN`
+(one point of accuracy). The adversary's claim is "not tested" unless the adversary attends unlike the base
+model on every seed (mean Jensen–Shannon divergence above half its maximum, :data:`ADVERSARY_MIN_JS`).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import math
+from typing import Any, NamedTuple, Sequence
 
-from sparse_tutorial.experiments.verdicts import bootstrap_test, claim, no_better_verdict
+import numpy as np
+
+from sparse_tutorial.experiments.inference import Claim, Evidence, NotTested, compare, judge_family, mean_score
+
+ACCURACY_MARGIN = 0.01
+"""One point of accuracy: what "as accurate" and "no more accurate" allow."""
+ADVERSARY_MIN_JS = math.log(2) / 2
+"""Half the largest Jensen–Shannon divergence (nats): an adversary below it has not attended unlike the base."""
 
 PerSeed = dict[str, Sequence[Sequence[int]]]
 """``{model or rule: [per-example 0/1 of seed 0, seed 1, ...]}``."""
 
 
-def bootstrap_claim(paper: str, outcomes: PerSeed, name: str, other: str, what: str, claimed_sign: int = 1,
-                    no_better: bool = False) -> dict[str, Any]:
-    """:func:`~sparse_tutorial.experiments.verdicts.claim` on the difference of ``outcomes[name]`` and
-    ``outcomes[other]`` (the share of ``what``), tested by a paired bootstrap over their examples;
-    ``no_better``: the claim is that ``name`` is no higher (✗ only for a significant gain)."""
-    difference, p, ci95 = bootstrap_test(outcomes[name], outcomes[other])
-    seeds, items = min(len(outcomes[name]), len(outcomes[other])), len(outcomes[name][0])
-    test = (f"paired bootstrap over {items} test sentences ({seeds} seeds pooled) of the share of {what}, "
-            f"{name} − {other}" + ("; ✗ only for a significant gain" if no_better else ""))
-    return claim(paper, difference, p, test, claimed_sign, ci95,
-                 verdict_override=no_better_verdict(difference, p) if no_better else None)
+class Comparison(NamedTuple):
+    """A claim on ``a`` against ``b`` in ``outcome`` (``"correct"`` or ``"flips"``)."""
+
+    claim: Claim
+    outcome: str
+    a: str
+    b: str
 
 
-def judge(correct: PerSeed, flips: PerSeed) -> dict[str, dict[str, Any]]:
-    """Every claim: ``{claim: {"verdict", "p", "difference", "test", "paper", "ci95"}}``.
+CLAIMS: dict[str, Comparison] = {
+    "erasing the top-attended token flips more decisions than erasing a random one": Comparison(
+        Claim("Serrano & Smith (2019), the heat-map reading: the most attended token is the one the decision rests "
+              "on, so deleting it flips the decision more often than deleting a random token",
+              kind="greater", unit="share of decisions that flip"), "flips", "attention", "random"),
+    "learned attention is no more accurate than uniform attention": Comparison(
+        Claim("Wiegreffe & Pinter (2019) §3, Jain & Wallace (2019): on some tasks (SST among them) a model trained "
+              "with uniform attention does as well as one with learned attention", kind="not_greater",
+              margin=ACCURACY_MARGIN, unit="accuracy"), "correct", "learned", "uniform_trained"),
+    "the base model's attention frozen into a BiLSTM beats uniform attention": Comparison(
+        Claim("Wiegreffe & Pinter (2019) §4 (in their model without context; here in a BiLSTM): a model given the "
+              "base model's attention beats one given uniform weights", kind="greater", unit="accuracy"),
+        "correct", "frozen_trained", "uniform_trained"),
+    "without an encoder, the base model's frozen attention beats uniform attention": Comparison(
+        Claim("Wiegreffe & Pinter (2019) §4, Table 3: an MLP over word embeddings given the trained LSTM's "
+              "attention beats the same MLP with uniform weights", kind="greater", unit="accuracy"),
+        "correct", "encoder_free_frozen", "encoder_free_uniform"),
+    "a trained adversary, attending unlike the base model, is as accurate": Comparison(
+        Claim("Wiegreffe & Pinter (2019) §4: a model trained to attend unlike the base model (large JS divergence) "
+              "is about as accurate", kind="equivalent", margin=ACCURACY_MARGIN, unit="accuracy"),
+        "correct", "adversary_trained", "learned"),
+}
+"""Chapter 13's claims: ``{name: Comparison}``."""
+
+
+def outcome_evidence(outcomes: PerSeed, a: str, b: str, what: str) -> Evidence:
+    """:func:`~sparse_tutorial.experiments.inference.compare` of the shares of ``outcomes[a]`` and ``outcomes[b]``."""
+    def stacked(name: str) -> np.ndarray:
+        values = np.asarray(outcomes[name], dtype=float)                       # (seeds, items)
+        return np.stack([values, np.ones_like(values)], axis=-1)
+    return compare(stacked(a), stacked(b), score=mean_score, what=what)
+
+
+def judge(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float]) -> dict[str, dict[str, Any]]:
+    """Every claim of :data:`CLAIMS`, by :func:`~sparse_tutorial.experiments.inference.judge_family`.
 
     Args:
         correct: per model (``learned``, ``uniform_trained``, ``frozen_trained``, ``adversary_trained``,
@@ -39,35 +77,25 @@ def judge(correct: PerSeed, flips: PerSeed) -> dict[str, dict[str, Any]]:
             classifies correctly.
         flips: per way of choosing the deleted token (``attention``, ``random``, ...), per seed, 1 for each
             test sentence whose decision flips.
+        adversary_js: per seed, the trained adversary's mean JS divergence from the base model's attention.
     """
-    decisions = "correct decisions"
-    return {
-        "erasing the top-attended token flips more decisions than erasing a random one": bootstrap_claim(
-            "Serrano & Smith (2019), the heat-map reading: the most attended token is the one the decision rests "
-            "on, so deleting it flips the decision more often than deleting a random token",
-            flips, "attention", "random", "decisions that flip"),
-        "learned attention is no more accurate than uniform attention": bootstrap_claim(
-            "Wiegreffe & Pinter (2019) §3, Jain & Wallace (2019): on some tasks (SST among them) a model "
-            "trained with uniform attention does as well as one with learned attention",
-            correct, "learned", "uniform_trained", decisions, no_better=True),
-        "the base model's attention frozen into a BiLSTM beats uniform attention": bootstrap_claim(
-            "Wiegreffe & Pinter (2019) §4 (in their model without context; here in a BiLSTM): a model given "
-            "the base model's attention beats one given uniform weights", correct, "frozen_trained",
-            "uniform_trained", decisions),
-        "without an encoder, the base model's frozen attention beats uniform attention": bootstrap_claim(
-            "Wiegreffe & Pinter (2019) §4, Table 3: an MLP over word embeddings given the trained LSTM's "
-            "attention beats the same MLP with uniform weights", correct, "encoder_free_frozen",
-            "encoder_free_uniform", decisions),
-        "a trained adversary, attending unlike the base model, is as accurate": bootstrap_claim(
-            "Wiegreffe & Pinter (2019) §4: a model trained to attend unlike the base model (large JS divergence) "
-            "is about as accurate", correct, "learned", "adversary_trained", decisions, no_better=True),
-    }
+    outcomes = {"correct": correct, "flips": flips}
+    judged: dict[str, tuple[Claim, Evidence | NotTested]] = {}
+    for name, (claim, outcome, a, b) in CLAIMS.items():
+        if a == "adversary_trained" and min(adversary_js) <= ADVERSARY_MIN_JS:
+            judged[name] = (claim, NotTested(
+                f"the adversary did not attend unlike the base model on every seed (mean JS {min(adversary_js):.3f} "
+                f"≤ {ADVERSARY_MIN_JS:.3f} on some seed)", {"adversary_js": list(adversary_js)}))
+        else:
+            judged[name] = (claim, outcome_evidence(outcomes[outcome], a, b,
+                                                    "decisions that flip" if outcome == "flips" else "accuracy"))
+    return judge_family(judged)
 
 
-def checks(correct: PerSeed, flips: PerSeed) -> dict[str, Any]:
-    """``{"seeds", "n_test", "claims"}``: the fewest seeds and test sentences any claim of :func:`judge`
-    rests on, and its claims."""
-    outcomes = [*correct.values(), *flips.values()]
-    return {"seeds": min(len(per_seed) for per_seed in outcomes),
-            "n_test": min(len(values) for per_seed in outcomes for values in per_seed),
-            "claims": judge(correct, flips)}
+def checks(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float]) -> dict[str, Any]:
+    """``{"seeds", "n_test", "n_test_accuracy", "claims"}``: the fewest seeds, the erasure test's sentences,
+    the accuracy test's sentences, and the claims of :func:`judge`."""
+    return {"seeds": min(len(per_seed) for per_seed in (*correct.values(), *flips.values())),
+            "n_test": min(len(values) for per_seed in flips.values() for values in per_seed),
+            "n_test_accuracy": min(len(values) for per_seed in correct.values() for values in per_seed),
+            "claims": judge(correct, flips, adversary_js)}

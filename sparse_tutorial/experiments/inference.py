@@ -20,11 +20,13 @@ fewer than :data:`MIN_SEEDS` trained seeds, the intervention did not measurably 
 did not move beyond its interval), the measure sits at a bound, or the test set is below its stated size.
 
 **Evidence** (:class:`Evidence`) for a difference between two arms comes from :func:`compare`, which
-respects both sources of variance, training and test items:
+respects both sources of variance, training and test items. Seed ``s`` of one arm is paired with seed ``s``
+of the other (the same initialisation seed, batch order and, where the design has one, base model), and
+the seeds both arms have are used:
 
-* a **hierarchical bootstrap**: resample each arm's seeds, then the test items (the same items for both
-  arms: paired by item), recompute the measure; its percentile interval is the claim's ``ci95``;
-* a **seed-level test**: the measure once per trained seed, Welch's t-test between the arms (with 3 seeds
+* a **hierarchical bootstrap**: resample the seeds, then the test items (the same seeds and items for both
+  arms), recompute the measure; its percentile interval is the claim's ``ci95``;
+* a **seed-level test**: the measure once per trained seed, a paired t-test over the seeds (with 3 seeds
   an arm, it alone is what "seeds are the unit" asks; its interval is stored beside the bootstrap's).
 
 A claim's ``p`` is the larger of the two (it must hold across seeds *and* across seeds and items). Every
@@ -92,7 +94,7 @@ class Evidence:
         ci95: the 95 % interval of ``effect`` (hierarchical bootstrap).
         samples: the bootstrap distribution of ``effect`` (not stored in results).
         seeds: seeds of arm A and arm B.
-        seed_level: the per-seed values of each arm, Welch's interval and p (stored beside).
+        seed_level: the per-seed values of each arm and the paired t's interval (stored beside).
         test: a sentence naming the test.
     """
 
@@ -156,55 +158,52 @@ def compare(a: np.ndarray, b: np.ndarray, score: Score = mean_score, n_samples: 
 
     Args:
         a, b: ``(seeds, items, K)``: the statistics of each test item per seed (the same items, in the same
-            order, for both arms); ``score`` turns statistics summed over items into the measure.
+            order, for both arms; seed ``s`` of ``a`` paired with seed ``s`` of ``b``, the seeds both have
+            used); ``score`` turns statistics summed over items into the measure.
         score: e.g. :func:`mean_score`, :func:`ratio_score`, :func:`aer_score`, :func:`bleu_score`.
         n_samples, seed: bootstrap resamples and their random seed.
         what: the measure's name for the test sentence.
 
     Returns:
-        :class:`Evidence`: the difference of the seed means, the hierarchical bootstrap's interval and
-        distribution, and the seed-level Welch test.
+        :class:`Evidence`: the mean over the paired seeds of the per-seed difference, the hierarchical
+        bootstrap's interval and distribution, and the seed-level paired t-test.
     """
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.ndim != 3 or b.ndim != 3 or a.shape[1:] != b.shape[1:] or a.shape[1] == 0:
         raise ValueError(f"a and b must be (seeds, items, K) with the same items and K, got {a.shape} and {b.shape}")
-    per_seed_a, per_seed_b = score(a.sum(axis=1)), score(b.sum(axis=1))          # (seeds,)
-    effect = float(per_seed_a.mean() - per_seed_b.mean())
+    seeds = min(len(a), len(b))
+    per_seed_a, per_seed_b = score(a[:seeds].sum(axis=1)), score(b[:seeds].sum(axis=1))      # (seeds,)
+    effect = float((per_seed_a - per_seed_b).mean())
     rng = np.random.default_rng(seed)
     items = a.shape[1]
     weights = np.stack([np.bincount(rng.integers(0, items, items), minlength=items) for _ in range(n_samples)])
-    pick_a = rng.integers(0, len(a), size=(n_samples, len(a)))
-    pick_b = rng.integers(0, len(b), size=(n_samples, len(b)))
-    resampled_a = score(np.einsum("snk,bn->bsk", a, weights))                     # (n_samples, seeds)
-    resampled_b = score(np.einsum("snk,bn->bsk", b, weights))
-    samples = (np.take_along_axis(resampled_a, pick_a, axis=1).mean(axis=1)
-               - np.take_along_axis(resampled_b, pick_b, axis=1).mean(axis=1))
+    picks = rng.integers(0, seeds, size=(n_samples, seeds))
+    differences = (score(np.einsum("snk,bn->bsk", a[:seeds], weights))
+                   - score(np.einsum("snk,bn->bsk", b[:seeds], weights)))                      # (n_samples, seeds)
+    samples = np.take_along_axis(differences, picks, axis=1).mean(axis=1)
     low, high = np.percentile(samples, [2.5, 97.5])
     return Evidence(effect, (float(low), float(high)), samples, (len(a), len(b)),
-                    welch(per_seed_a.tolist(), per_seed_b.tolist()),
-                    f"{what + ': ' if what else ''}hierarchical bootstrap (seeds, then test items paired across "
-                    f"arms) and Welch's t over seeds ({len(a)} vs {len(b)})")
+                    paired_t(per_seed_a.tolist(), per_seed_b.tolist()),
+                    f"{what + ': ' if what else ''}hierarchical bootstrap (seeds, then test items, both paired "
+                    f"across arms) and a paired t-test over {seeds} seeds")
 
 
-def welch(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]:
-    """Welch's two-sample t on per-seed values: ``{"a", "b", "difference", "ci95", "df", "se"}`` (interval
-    ``None`` with fewer than 2 seeds in an arm or no spread)."""
+def paired_t(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]:
+    """The paired t-test over seeds: ``{"a", "b", "difference", "ci95", "df", "se"}`` (interval ``None``
+    with fewer than 2 seeds or per-seed differences that do not vary)."""
     x, y = np.asarray(values, float), np.asarray(others, float)
-    out: dict[str, Any] = {"a": x.tolist(), "b": y.tolist(), "difference": float(x.mean() - y.mean()),
+    d = x - y
+    out: dict[str, Any] = {"a": x.tolist(), "b": y.tolist(), "difference": float(d.mean()),
                            "ci95": None, "df": None, "se": None}
-    if len(x) < 2 or len(y) < 2:
+    if len(d) < 2 or d.std(ddof=1) == 0:
         return out
-    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    se = math.sqrt(vx + vy)
-    if se == 0:
-        return out
-    df = (vx + vy) ** 2 / (vx ** 2 / (len(x) - 1) + vy ** 2 / (len(y) - 1))
+    se, df = float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
     half = float(stats.t.ppf(0.975, df)) * se
     return {**out, "ci95": [out["difference"] - half, out["difference"] + half], "df": float(df), "se": se}
 
 
-def _welch_p(seed_level: dict[str, Any], shift: float, alternative: str) -> float | None:
-    """p of Welch's t for H0 ``difference = shift`` (two-sided) or one-sided (``"greater"``/``"less"``)."""
+def _seed_p(seed_level: dict[str, Any], shift: float, alternative: str) -> float | None:
+    """p of the paired t for H0 ``difference = shift`` (two-sided) or one-sided (``"greater"``/``"less"``)."""
     if seed_level["se"] is None:
         return None
     t = (seed_level["difference"] - shift) / seed_level["se"]
@@ -225,18 +224,18 @@ def _bootstrap_p(samples: np.ndarray, effect: float, shift: float, alternative: 
 
 
 def p_value(claim: Claim, evidence: Evidence) -> float:
-    """The claim's p: the larger of the bootstrap's and the seed-level test's (Welch's is ``None``, and
-    then ignored, only when the seeds do not vary); for the margin kinds the p of their one-sided tests
-    against ±δ (``equivalent``: the larger of both, TOST)."""
+    """The claim's p: the larger of the bootstrap's and the seed-level test's (the paired t's is ``None``,
+    and then ignored, only when the per-seed differences do not vary); for the margin kinds the p of their
+    one-sided tests against ±δ (``equivalent``: the larger of both, TOST)."""
     tests = {"greater": [(0.0, "two-sided")], "less": [(0.0, "two-sided")],
              "not_greater": [(claim.margin, "less")], "not_less": [(-(claim.margin or 0.0), "greater")],
              "equivalent": [(-(claim.margin or 0.0), "greater"), (claim.margin, "less")]}[claim.kind]
     ps = []
     for shift, alternative in tests:
         ps.append(_bootstrap_p(evidence.samples, evidence.effect, shift, alternative))
-        welch_p = _welch_p(evidence.seed_level, shift, alternative)
-        if welch_p is not None:
-            ps.append(welch_p)
+        seed_p = _seed_p(evidence.seed_level, shift, alternative)
+        if seed_p is not None:
+            ps.append(seed_p)
     return max(ps)
 
 
