@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparse_tutorial.experiments.inference import (
-    Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family, ratio_score,
+    Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family, ratio_score, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
 
@@ -35,6 +35,8 @@ def test_every_kind_of_claim_can_come_out_every_way(kind, a, b, margin, expected
     result = judge_family({"c": (Claim("paper", kind=kind, margin=margin), evidence)})["c"]
     assert result["verdict"] == expected, result
     assert result["p"] <= result["p_holm"] <= 1 and len(result["ci95"]) == 2 and result["seeds"] == [3, 3]
+    # a chapter re-derives every stored verdict from the stored numbers
+    assert verdict(**{key: result[key] for key in ("kind", "effect", "ci95", "p_holm", "margin")}) == expected
 
 
 def test_not_tested_when_an_arm_has_fewer_than_three_seeds_or_a_precondition_fails():

@@ -250,19 +250,21 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
-def verdict(claim: Claim, evidence: Evidence, p_holm: float) -> str:
-    """✓ / ✗ / ? by the rule of the module docstring."""
-    low, high = evidence.ci95
+def verdict(kind: str, effect: float, ci95: Sequence[float], p_holm: float, margin: float | None = None) -> str:
+    """✓ / ✗ / ? by the rule of the module docstring, from what a judged claim stores (so a chapter can
+    check every stored verdict: ``verdict(**{k: entry[k] for k in ("kind", "effect", "ci95", "p_holm",
+    "margin")})``)."""
+    low, high = ci95
     significant = p_holm < ALPHA
-    if claim.kind in ("greater", "less"):
-        if not significant or evidence.effect == 0:
+    if kind in ("greater", "less"):
+        if not significant or effect == 0:
             return "?"
-        return "✓" if (evidence.effect > 0) == (claim.kind == "greater") else "✗"
+        return "✓" if (effect > 0) == (kind == "greater") else "✗"
     if significant:
         return "✓"
-    margin = claim.margin or 0.0
+    margin = margin or 0.0
     contradicted = {"equivalent": low > margin or high < -margin, "not_greater": low > margin,
-                    "not_less": high < -margin}[claim.kind]
+                    "not_less": high < -margin}[kind]
     return "✗" if contradicted else "?"
 
 
@@ -308,7 +310,8 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
     raw = {name: p_value(claim, evidence) for name, (claim, evidence) in tested.items()}
     adjusted = dict(zip(raw, holm(list(raw.values())))) if raw else {}
     for name, (claim, evidence) in tested.items():
-        out[name].update(verdict=verdict(claim, evidence, adjusted[name]), effect=evidence.effect,
+        out[name].update(verdict=verdict(claim.kind, evidence.effect, evidence.ci95, adjusted[name], claim.margin),
+                         effect=evidence.effect,
                          ci95=list(evidence.ci95), p=raw[name], p_holm=adjusted[name], seeds=list(evidence.seeds),
                          test=evidence.test, seed_level=evidence.seed_level)
     return {name: {"verdict": out[name].pop("verdict"), **out[name]} for name in judged}

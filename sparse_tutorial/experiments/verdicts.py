@@ -177,9 +177,13 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
         ours = "n/a" if difference is None else f"{difference:+.{digits}g}"
         if interval is not None and None not in interval:
             ours += f" [{interval[0]:+.2g}, {interval[1]:+.2g}]"
-        rows.append({"claim": name, "verdict": entry["verdict"], "ours": ours,
-                     "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
-                     "paper": entry["paper"], "test": entry.get("test") or entry.get("reason")})
+        row = {"claim": name, "verdict": entry["verdict"], "ours": ours,
+               "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
+               "paper": entry["paper"], "test": entry.get("test") or entry.get("reason")}
+        if "p_holm" in entry:  # a claim of the inference standard: its margin, Holm's p and the paper's effect
+            row.update(p_holm=None if entry["p_holm"] is None else float(f"{entry['p_holm']:.2g}"),
+                       margin=entry["margin"], paper_effect=entry["paper_effect"])
+        rows.append(row)
     return rows
 
 
@@ -208,6 +212,7 @@ def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f
     if entry.get("ci95"):
         low, high = entry["ci95"]
         details.append(f"95 % interval [{number(low)}, {number(high)}]")
-    details.append("p n/a" if entry["p"] is None else f"p = {entry['p']:.2g}")
-    value = f"{label}{number(entry['difference'])}{unit}"
+    details.append("p n/a" if entry["p"] is None else f"p = {entry['p']:.2g}"
+                   + (f", {entry['p_holm']:.2g} after Holm" if entry.get("p_holm") is not None else ""))
+    value = f"{label}{number(entry.get('effect', entry.get('difference')))}{unit}"
     return f"{entry['verdict']} ({value}, {', '.join(details)})" if with_verdict else f"{value} ({', '.join(details)})"
