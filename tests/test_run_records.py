@@ -154,7 +154,7 @@ def test_load_results_names_a_malformed_file(tmp_path):
     with pytest.raises(ResultsFileError, match=r"nmt\.json is not valid JSON"):
         load_results("nmt", tmp_path)
     (tmp_path / "nmt.json").write_text("[1, 2]")
-    with pytest.raises(ResultsFileError, match="does not hold an experiment's results.*list"):
+    with pytest.raises(ResultsFileError, match="does not hold an experiment's results.*found a JSON list"):
         load_results("nmt", tmp_path)
 
 

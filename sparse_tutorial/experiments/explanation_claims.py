@@ -55,7 +55,7 @@ CLAIMS: dict[str, Comparison] = {
     "a trained adversary, attending unlike the base model, is as accurate": Comparison(
         Claim("Wiegreffe & Pinter (2019) §4: a model trained to attend unlike the base model (large JS divergence) "
               "is about as accurate", kind="equivalent", margin=ACCURACY_MARGIN, unit="accuracy"),
-        "correct", "adversary_trained", "learned"),
+        "correct", "learned", "adversary_trained"),
 }
 """Chapter 13's claims: ``{name: Comparison}``."""
 
@@ -82,7 +82,7 @@ def judge(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float]) -> di
     outcomes = {"correct": correct, "flips": flips}
     judged: dict[str, tuple[Claim, Evidence | NotTested]] = {}
     for name, (claim, outcome, a, b) in CLAIMS.items():
-        if a == "adversary_trained" and min(adversary_js) <= ADVERSARY_MIN_JS:
+        if "adversary_trained" in (a, b) and min(adversary_js) <= ADVERSARY_MIN_JS:
             judged[name] = (claim, NotTested(
                 f"the adversary did not attend unlike the base model on every seed (mean JS {min(adversary_js):.3f} "
                 f"≤ {ADVERSARY_MIN_JS:.3f} on some seed)", {"adversary_js": list(adversary_js)}))

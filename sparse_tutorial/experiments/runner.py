@@ -179,9 +179,9 @@ def load_results(name: str, directory: Path | None = None) -> dict[str, Any] | N
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
                 raise ResultsFileError(f"{path} is not valid JSON ({error}); rerun the experiment or restore "
                                        f"the file (git checkout -- {path.name})") from error
-            if not isinstance(results, dict) or "experiment" not in results:
-                raise ResultsFileError(f"{path} does not hold an experiment's results (a JSON object with "
-                                       f"'experiment'; found {type(results).__name__}); rerun the experiment")
+            if not isinstance(results, dict):
+                raise ResultsFileError(f"{path} does not hold an experiment's results (a JSON object; found a "
+                                       f"JSON {type(results).__name__}); rerun the experiment")
             return results
     return None
 
