@@ -144,6 +144,10 @@ def test_the_code_fingerprint_covers_what_runs_and_ignores_docstrings(tmp_path):
     assert not names & {"nmt_claims.py", "nmt_results.py", "nmt_finetune.py", "verdicts.py", "sweep.py",
                         "classification.py", "summarization_data.py"}
     assert code_fingerprint("nmt") != code_fingerprint("classification")
+    # an experiment that runs another's code is tied to it too (chapter 13 trains with classification's fit)
+    explanation = {path.name for path in code_files("explanation")}
+    assert {"explanation.py", "classification.py", "classification_training.py", "interpretability.py"} <= explanation
+    assert not explanation & {"explanation_claims.py", "classification_claims.py", "nmt.py"}
     source = 'def f(x):\n    """Doc."""\n    return x  # note\n'
     assert records._without_docstrings(source) == records._without_docstrings(source.replace("Doc.", "Other."))
     assert records._without_docstrings(source) != records._without_docstrings(source.replace("x  #", "x + 1  #"))

@@ -69,21 +69,43 @@ def _without_docstrings(source: str) -> str:
     return ast.dump(tree)
 
 
-def _belongs_to_other_experiment(relative: str, experiment: str) -> bool:
-    if not relative.startswith("experiments/"):
-        return False
+def _owner(relative: str) -> str | None:
+    """The experiment whose module ``relative`` (``experiments/NAME.py``, ``experiments/NAME_PART.py``) is."""
     stem = Path(relative).stem
-    owner = next((name for name in EXPERIMENTS if stem == name or stem.startswith(name + "_")), None)
-    return owner is not None and (owner != experiment or stem.endswith(("_claims", "_results")))
+    if not relative.startswith("experiments/"):
+        return None
+    return next((name for name in EXPERIMENTS if stem == name or stem.startswith(name + "_")), None)
+
+
+def _experiment_closure(experiment: str) -> set[str]:
+    """The experiments' modules that ``experiment``'s own modules import, directly or through each other
+    (read from their ``import`` statements): chapter 13's runs execute classification's training loop."""
+    folder = PACKAGE / "experiments"
+    todo = [p.relative_to(PACKAGE).as_posix() for p in folder.glob("*.py") if _owner(f"experiments/{p.name}") == experiment]
+    seen: set[str] = set()
+    while todo:
+        relative = todo.pop()
+        if relative in seen or not (PACKAGE / relative).exists():
+            continue
+        seen.add(relative)
+        for node in ast.walk(ast.parse((PACKAGE / relative).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sparse_tutorial.experiments."):
+                todo.append("experiments/" + node.module.split(".")[2] + ".py")
+    return seen
 
 
 def code_files(experiment: str) -> list[Path]:
-    """The source files :func:`code_fingerprint` hashes for ``experiment``, in a fixed order."""
+    """The source files :func:`code_fingerprint` hashes for ``experiment``, in a fixed order: the library
+    outside ``experiments/``, and the experiments' modules that ``experiment``'s modules import, less
+    :data:`NOT_RUN_CODE` and every ``*_claims.py`` and ``*_results.py``."""
     files = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".cpp") and "stored_results" not in p.parts)
+    closure = _experiment_closure(experiment)
     chosen = []
     for path in files:
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative in NOT_RUN_CODE or _belongs_to_other_experiment(relative, experiment):
+        if relative in NOT_RUN_CODE or path.stem.endswith(("_claims", "_results")):
+            continue
+        if _owner(relative) is not None and relative not in closure:
             continue
         chosen.append(path)
     return chosen
