@@ -109,7 +109,9 @@ def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_
     results = S.assemble("quick", 2, runs, stored)
     assert list(results) == ["corpus", "sizes", "hardware", "device", "systems", "lead", "examples", "checks"]
     assert results["checks"]["seeds"] == 1 and results["checks"]["n_test"] == len(data.test)
-    assert results["checks"]["claims"]["the pointer improves over ABS"]["verdict"] in {"✓", "✗", "?"}
+    # the pointer model ran with one seed here: its claims are not tested (the standard asks for 3 an arm)
+    assert results["checks"]["claims"]["the pointer improves over ABS"]["verdict"] == "not tested"
+    assert "ABS+Pointer" in results["checks"]["mechanism"]
     assert results["corpus"] == {"name": "toy"} and results["lead"].keys() == {"Lead-1", "Lead-3"}
     systems = results["systems"]
     assert list(systems) == ["ABS", "ABS+Pointer"]

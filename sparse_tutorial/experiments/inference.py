@@ -282,6 +282,22 @@ def acted(evidence: Evidence, expected_sign: int) -> bool:
     return low > 0 if expected_sign > 0 else high < 0
 
 
+def idle_interventions(a: str, b: str, measure: str, mechanisms: dict[str, dict[str, Any]]) -> list[str]:
+    """The arms of a claim on ``a`` against ``b`` in ``measure`` whose intervention did not act.
+
+    ``mechanisms`` maps an intervention to ``{"measure", "control", "acted"}`` (what it should change, against
+    what). An arm counts when it is an intervention, the claim is not about its own measure, and it is not the
+    other arm's control (coverage against the pointer model needs coverage to act, not the pointer)."""
+    idle = []
+    for arm, other in ((a, b), (b, a)):
+        row = mechanisms.get(arm)
+        if row is None or row["measure"] == measure or mechanisms.get(other, {}).get("control") == arm:
+            continue
+        if not row["acted"]:
+            idle.append(arm)
+    return idle
+
+
 def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[str, dict[str, Any]]:
     """Verdicts for a chapter's family of claims, Holm-corrected over the tested ones.
 

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import Claim, Evidence, NotTested, acted, judge_family
+from sparse_tutorial.experiments.inference import Claim, Evidence, NotTested, acted, idle_interventions, judge_family
 
 BLEU_MARGIN = 0.5
 AER_MARGIN = 0.02
@@ -155,8 +155,7 @@ def judge(evidence: dict[tuple[str, str, str], Evidence], mechanisms: dict[str, 
         if found is None:
             judged[name] = (comparison.claim, NotTested(f"{comparison.a} or {comparison.b} was not run"))
             continue
-        idle = [arm for arm in (comparison.a, comparison.b)
-                if arm in mechanisms and not mechanisms[arm]["acted"] and comparison.measure != "entropy"]
+        idle = idle_interventions(comparison.a, comparison.b, comparison.measure, mechanisms)
         failing = ([arm for arm in (comparison.a, comparison.b) if not (controls or {}).get(arm, {}).get("passes")]
                    if comparison.measure == "aer" else [])
         if idle:

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from sparse_tutorial.data.text import UNK, Vocabulary
 from sparse_tutorial.experiments.runner import mean_std, rounded, sweep_experiment
-from sparse_tutorial.experiments.summarization_claims import judge
+from sparse_tutorial.experiments.summarization_claims import checks
 from sparse_tutorial.experiments.summarization_data import (  # noqa: F401 (part of this module's API)
     Example,
     SummarizationData,
@@ -229,10 +229,10 @@ def summarize(model: PointerGenerator, examples: Sequence[Example], vocab: Vocab
     return summaries
 
 
-def reference_entropy(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary,
-                      sizes: Sizes) -> float:
-    """Attention entropy per target token (nats) when the model reads the references (teacher forcing),
-    the quantity of the last column of Zhang et al.'s Table I."""
+def reference_attention(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary,
+                        sizes: Sizes) -> list[Tensor]:
+    """Per example, the teacher-forced attention ``(target_len, source_len)`` on its reference summary; its
+    entropy per token is the quantity of the last column of Zhang et al.'s Table I."""
     device = next(model.parameters()).device
     weights = []
     model.eval()
@@ -243,7 +243,26 @@ def reference_entropy(model: PointerGenerator, examples: Sequence[Example], voca
                            batch.n_extended)
             weights.extend(output.attention[row][batch.target_mask[row]][:, batch.source_mask[row]].cpu()
                            for row in range(len(batch.oovs)))
-    return attention_entropy_per_token(weights)
+    return weights
+
+
+def document_measures(outputs: Sequence[Sequence[str]], attention: Sequence[Tensor], oov_heavy: set[int]
+                      ) -> dict[str, list[float]]:
+    """Per test document, the sums the mechanism measures divide (so intervals can resample documents):
+    the reference attention's ``entropy`` over its ``tokens``, the summary's ``repeated_trigrams`` over its
+    ``trigrams``, and its ``unk`` tokens over its ``output_tokens`` counted on OOV-heavy documents only
+    (0 and 0 elsewhere)."""
+    out: dict[str, list[float]] = {k: [] for k in ("entropy", "tokens", "repeated_trigrams", "trigrams", "unk",
+                                                     "output_tokens")}
+    for k, (tokens, weights) in enumerate(zip(outputs, attention)):
+        logs = torch.where(weights > 0, weights.clamp_min(1e-30).log(), torch.zeros_like(weights))
+        trigrams = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
+        heavy = k in oov_heavy
+        for key, value in (("entropy", float(-(weights * logs).sum())), ("tokens", weights.shape[0]),
+                           ("repeated_trigrams", len(trigrams) - len(set(trigrams))), ("trigrams", len(trigrams)),
+                           ("unk", tokens.count(UNK) if heavy else 0), ("output_tokens", len(tokens) if heavy else 0)):
+            out[key].append(round(float(value), 5))
+    return out
 
 
 class Evaluation(NamedTuple):
@@ -252,13 +271,15 @@ class Evaluation(NamedTuple):
     metrics: dict[str, float]
     summaries: list[Summary]
     document_rouge_l: list[float]  # (n_documents,) each summary's ROUGE-L (rougeLsum) F1 × 100
+    documents: dict[str, list[float]]  # document_measures of the test documents
 
 
 def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabulary, sizes: Sizes) -> Evaluation:
     """ROUGE of the beam-search summaries and the three quantities the mechanisms are meant to change.
 
-    Returns an :class:`Evaluation`: the summaries, each document's ROUGE-L (for the paired bootstrap of
-    :mod:`~sparse_tutorial.experiments.summarization_claims`) and the metrics (percentages are in [0, 100]):
+    Returns an :class:`Evaluation`: the summaries, each document's ROUGE-L and :func:`document_measures`
+    (for the claims of :mod:`~sparse_tutorial.experiments.summarization_claims`) and the metrics
+    (percentages are in [0, 100]):
 
     * ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` -- F1 against the untruncated synopses;
     * ``unk_percent`` -- share of output tokens that are ``<unk>``; ``unk_percent_oov`` -- the same on the
@@ -275,6 +296,7 @@ def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabu
     scores = {rouge_type: sum(values) / max(len(values), 1) for rouge_type, values in per_document.items()}
     oov_heavy = [i for i, example in enumerate(examples) if copyable_oovs(example, vocab)]
     n_tokens = max(sum(len(tokens) for tokens in outputs), 1)
+    attention = reference_attention(model, examples, vocab, sizes)
     metrics = {
         **scores,
         "unk_percent": 100 * sum(tokens.count(UNK) for tokens in outputs) / n_tokens,
@@ -282,11 +304,12 @@ def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabu
         / max(sum(len(outputs[i]) for i in oov_heavy), 1),
         "repeated_bigrams_percent": 100 * repeated_ngram_fraction(outputs, 2),
         "repeated_trigrams_percent": 100 * repeated_ngram_fraction(outputs, 3),
-        "entropy_per_token": reference_entropy(model, examples, vocab, sizes),
+        "entropy_per_token": attention_entropy_per_token(attention),
         "copy_percent": 100 * float(sum((1 - summary.p_gen).sum() for summary in summaries)) / n_tokens,
         "length": sum(len(tokens) for tokens in outputs) / max(len(outputs), 1),
     }
-    return Evaluation(metrics, summaries, per_document["rougeLsum"])
+    return Evaluation(metrics, summaries, per_document["rougeLsum"],
+                      document_measures(outputs, attention, set(oov_heavy)))
 
 
 def lead_baselines(examples: Sequence[Example]) -> dict[str, dict[str, float]]:
@@ -311,6 +334,7 @@ class SystemRun(NamedTuple):
     metrics: dict[str, float]
     summaries: list[Summary]
     document_rouge_l: list[float]  # (n_test,) each test summary's ROUGE-L F1 × 100
+    documents: dict[str, list[float]]  # document_measures of the test documents
 
 
 def run_system(system: System, data: SummarizationData, sizes: Sizes, seed: int = 0,
@@ -349,7 +373,7 @@ def execute(run: Run) -> dict[str, Any]:
 
     Returns ``{"metrics": {seed, rounded metrics, best_epoch, train_and_eval_seconds}, "summaries":
     [the first EXAMPLES test summaries, copied words in bold], "document_rouge_l": [each test document's
-    ROUGE-L, 4 digits], "device", "hardware"}``.
+    ROUGE-L, 4 digits], "documents": document_measures, "device", "hardware"}``.
     """
     sizes, device = SIZES[run["profile"]], default_device()
     data = load_data(sizes)
@@ -360,6 +384,7 @@ def execute(run: Run) -> dict[str, Any]:
             "summaries": [highlight_copies(summary, example.source)
                           for summary, example in zip(result.summaries[:EXAMPLES], data.test)],
             "document_rouge_l": [round(score, 4) for score in result.document_rouge_l],
+            "documents": result.documents,
             "device": str(device), "hardware": platform.processor() or platform.machine()}
 
 
@@ -367,18 +392,18 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     """The dict that ``book/results/summarization.json`` holds: per system its runs, their mean and standard
     deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines,
     ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary, and
-    ``checks``: ``{"seeds", "n_test", "claims"}`` with the verdicts of
-    :func:`~sparse_tutorial.experiments.summarization_claims.judge` (``seeds``: the fewest seeds of any system)."""
+    ``checks``: :func:`~sparse_tutorial.experiments.summarization_claims.checks` (``seeds``: the fewest seeds
+    of any system; the mechanism of each intervention; the claims)."""
     sizes = SIZES[profile]
     data = load_data(sizes)
     systems: dict[str, Any] = {}
-    scores: dict[str, list[list[float]]] = {}
+    own_runs: dict[str, list[dict[str, Any]]] = {}
     examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}} for ex in data.test[:EXAMPLES]]
     for name in sizes.systems:
         own = [result for run, result in zip(runs, results) if run["name"] == name]  # seeds 0, 1, ... (grid)
         for example, summary in zip(examples, own[0]["summaries"]):
             example["summaries"][name] = summary
-        scores[name] = [result["document_rouge_l"] for result in own]
+        own_runs[name] = own
         mean, std = _mean_std([result["metrics"] for result in own])
         systems[name] = {"system": asdict(SYSTEMS[name]), "runs": [result["metrics"] for result in own],
                          "mean": mean, "std": std}
@@ -386,9 +411,8 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
             "device": _distinct(results, "device"), "systems": systems,
             "lead": {name: rounded(scores) for name, scores in lead_baselines(data.test).items()},
             "examples": examples,
-            "checks": {"seeds": min(len(entry["runs"]) for entry in systems.values()), "n_test": len(data.test),
-                       "claims": judge(scores, {name: entry["runs"] for name, entry in systems.items()},
-                                       lead_document_rouge_l(data.test))}}
+            "checks": checks(own_runs, lead_document_rouge_l(data.test), len(data.test),
+                             [len(entry["runs"]) for entry in systems.values()])}
 
 
 def _distinct(results: list[dict[str, Any]], key: str) -> str:
