@@ -11,6 +11,7 @@ import torch
 from sparse_tutorial.experiments import classification, classification_data, interpretability
 from sparse_tutorial.experiments.classification import Split, Task, fit, lambda_table, synthetic_task
 from sparse_tutorial.experiments.sweep import Run, as_stored
+from sparse_tutorial.interpret import batched_kendall_tau_b
 from sparse_tutorial.models.classifier import SUN_LU_VARIANTS, meister_config
 
 
@@ -152,6 +153,23 @@ def test_intermediate_importance_can_be_measured_on_the_first_examples_only(one_
         model, interpretability.head(evaluation, 3))["entropy_intermediate"])
     assert {key: value for key, value in first.items() if "intermediate" not in key} == \
         {key: value for key, value in every.items() if "intermediate" not in key}
+
+
+def test_the_tau_b_bound_is_what_ties_allow_and_is_reached(one_thread):
+    """Issue 30: with a share of exact zeros, τ-b cannot exceed √(1 − tied pairs / pairs); an importance
+    vector that agrees on every untied pair reaches it; τ over the non-zero support has no such cap."""
+    weights = torch.tensor([[0.5, 0.3, 0.2] + [0.0] * 7])
+    mask = torch.ones_like(weights, dtype=torch.bool)
+    bound = float(interpretability.tau_b_bound(weights, mask)[0])
+    assert bound == pytest.approx((1 - 21 / 45) ** 0.5)
+    agreeing = torch.arange(10, 0, -1).float()[None]
+    assert float(batched_kendall_tau_b(weights, agreeing, mask)[0]) == pytest.approx(bound)
+    assert float(batched_kendall_tau_b(weights, agreeing, mask & (weights > 0))[0]) == pytest.approx(1.0)
+    task = toy_binary_task()
+    model = fit(meister_config("bilstm", task.vocab_size, embed_dim=4, hidden_dim=4, projection="sparsemax"),
+                task, epochs=1).model
+    measured = interpretability.importance_statistics(model, interpretability.head(task.test, 8))
+    assert 0 < measured["tau_b_bound"] <= 1 and {"tau_gradient_support", "tau_loo_support"} <= set(measured)
 
 
 @pytest.mark.parametrize("module", [classification, interpretability])

@@ -7,7 +7,8 @@ test sentences:
   representation (their Table 1; averaged over positions ``p`` and examples);
 * ``H̃(g_ŷ(x))`` and ``H̃(D_ŷ(x))``, the entropy of gradient and leave-one-out importance of the inputs on
   the prediction (their Fig. 2), next to the entropy and the share of exact zeros of the attention itself;
-* Kendall's τ-b between the attention distribution and each importance measure (their Fig. 3);
+* Kendall's τ-b between the attention distribution and each importance measure (their Fig. 3), with the
+  largest τ-b the attention's ties allow (:func:`tau_b_bound`) and τ over the positions of non-zero weight;
 
 and, across the sparsegen λ grid, Kendall's τ-b between λ and ``H̃(g_ŷ(x))`` (their Table 2). The verdicts on
 the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability_claims`'s.
@@ -19,6 +20,7 @@ combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 from scipy.stats import kendalltau
+from torch import Tensor
 
 from sparse_tutorial.experiments.classification import Split, Task, cached_task, fit
 from sparse_tutorial.experiments.interpretability_claims import judge
@@ -85,9 +88,36 @@ def importance_statistics(model: AttentionClassifier, split: Split,
         "attention_zero_share": ((weights == 0) & mask).sum().item() / mask.sum().item(),
         "tau_gradient": np.nanmean(batched_kendall_tau_b(weights, grad, mask)[real].numpy()).item(),
         "tau_loo": np.nanmean(batched_kendall_tau_b(weights, loo, mask)[real].numpy()).item(),
+        "tau_b_bound": np.nanmean(tau_b_bound(weights, mask)[real].numpy()).item(),
+        "tau_gradient_support": _nanmean(batched_kendall_tau_b(weights, grad, mask & (weights > 0))[real]),
+        "tau_loo_support": _nanmean(batched_kendall_tau_b(weights, loo, mask & (weights > 0))[real]),
         "test_sentences": int(real.sum()),
         "intermediate_sentences": int(inner_real.sum()),
     }
+
+
+def tau_b_bound(weights: Tensor, mask: Tensor) -> Tensor:
+    """Per example, the largest Kendall τ-b its attention ``weights`` can reach against an importance vector
+    without ties, ``(batch,)``: every pair tied in the weights (the exact zeros of sparse attention above all)
+    is neither concordant nor discordant, so τ-b ≤ √(1 − t / n₀) with t tied pairs of the n₀ = n(n − 1)/2
+    (about √(1 − f²) for a share f of zeros). NaN for fewer than two positions. A τ-b near this bound says
+    more about the ties than about agreement; τ over the positions with non-zero weight does not have them."""
+    bounds = []
+    for row, kept in zip(weights.detach().cpu(), mask.cpu()):
+        values = row[kept]
+        pairs = len(values) * (len(values) - 1) / 2
+        if pairs == 0:
+            bounds.append(float("nan"))
+            continue
+        counts = torch.unique(values, return_counts=True)[1].double()
+        bounds.append(math.sqrt(1.0 - float((counts * (counts - 1) / 2).sum()) / pairs))
+    return torch.tensor(bounds)
+
+
+def _nanmean(values: Tensor) -> float | None:
+    """The mean of the defined values, ``None`` when none is."""
+    defined = values[~torch.isnan(values)]
+    return float(defined.mean()) if len(defined) else None
 
 
 def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambda: float | None, seed: int,
