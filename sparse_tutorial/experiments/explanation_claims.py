@@ -11,11 +11,13 @@ model on every seed (mean Jensen–Shannon divergence above half its maximum, :d
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import Claim, Evidence, NotTested, compare, judge_family, mean_score
+from sparse_tutorial.experiments.inference import (
+    Claim, Comparison, Evidence, NotTested, compare, judge_family, mean_score,
+)
 
 ACCURACY_MARGIN = 0.01
 """One point of accuracy: what "as accurate" and "no more accurate" allow."""
@@ -26,36 +28,27 @@ PerSeed = dict[str, Sequence[Sequence[int]]]
 """``{model or rule: [per-example 0/1 of seed 0, seed 1, ...]}``."""
 
 
-class Comparison(NamedTuple):
-    """A claim on ``a`` against ``b`` in ``outcome`` (``"correct"`` or ``"flips"``)."""
-
-    claim: Claim
-    outcome: str
-    a: str
-    b: str
-
-
 CLAIMS: dict[str, Comparison] = {
     "erasing the top-attended token flips more decisions than erasing a random one": Comparison(
         Claim("Serrano & Smith (2019), the heat-map reading: the most attended token is the one the decision rests "
               "on, so deleting it flips the decision more often than deleting a random token",
-              kind="greater", unit="share of decisions that flip"), "flips", "attention", "random"),
+              kind="greater", unit="share of decisions that flip"), "attention", "random", "flips"),
     "learned attention is no more accurate than uniform attention": Comparison(
         Claim("Wiegreffe & Pinter (2019) §3, Jain & Wallace (2019): on some tasks (SST among them) a model trained "
               "with uniform attention does as well as one with learned attention", kind="not_greater",
-              margin=ACCURACY_MARGIN, unit="accuracy"), "correct", "learned", "uniform_trained"),
+              margin=ACCURACY_MARGIN, unit="accuracy"), "learned", "uniform_trained", "correct"),
     "the base model's attention frozen into a BiLSTM beats uniform attention": Comparison(
         Claim("Wiegreffe & Pinter (2019) §4 (in their model without context; here in a BiLSTM): a model given the "
               "base model's attention beats one given uniform weights", kind="greater", unit="accuracy"),
-        "correct", "frozen_trained", "uniform_trained"),
+        "frozen_trained", "uniform_trained", "correct"),
     "without an encoder, the base model's frozen attention beats uniform attention": Comparison(
         Claim("Wiegreffe & Pinter (2019) §4, Table 3: an MLP over word embeddings given the trained LSTM's "
               "attention beats the same MLP with uniform weights", kind="greater", unit="accuracy"),
-        "correct", "encoder_free_frozen", "encoder_free_uniform"),
+        "encoder_free_frozen", "encoder_free_uniform", "correct"),
     "a trained adversary, attending unlike the base model, is as accurate": Comparison(
         Claim("Wiegreffe & Pinter (2019) §4: a model trained to attend unlike the base model (large JS divergence) "
               "is about as accurate", kind="equivalent", margin=ACCURACY_MARGIN, unit="accuracy"),
-        "correct", "learned", "adversary_trained"),
+        "learned", "adversary_trained", "correct"),
 }
 """Chapter 13's claims: ``{name: Comparison}``."""
 
@@ -81,7 +74,7 @@ def judge(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float]) -> di
     """
     outcomes = {"correct": correct, "flips": flips}
     judged: dict[str, tuple[Claim, Evidence | NotTested]] = {}
-    for name, (claim, outcome, a, b) in CLAIMS.items():
+    for name, (claim, a, b, outcome) in CLAIMS.items():
         if "adversary_trained" in (a, b) and min(adversary_js) <= ADVERSARY_MIN_JS:
             judged[name] = (claim, NotTested(
                 f"the adversary did not attend unlike the base model on every seed (mean JS {min(adversary_js):.3f} "

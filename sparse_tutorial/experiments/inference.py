@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from scipy import stats
@@ -83,6 +83,15 @@ class Claim:
         needs_margin = self.kind in ("equivalent", "not_greater", "not_less")
         if needs_margin and not (self.margin is not None and self.margin > 0):
             raise ValueError(f"a {self.kind!r} claim needs a margin > 0 fixed before the run, got {self.margin}")
+
+
+class Comparison(NamedTuple):
+    """A claim on arm ``a`` against arm ``b`` in one ``measure`` (a chapter's own name for it)."""
+
+    claim: Claim
+    a: str
+    b: str
+    measure: str
 
 
 @dataclass(frozen=True)

@@ -16,25 +16,18 @@ uniform (entropy per word at least :data:`UNIFORM_ENTROPY_GAP` nats below unifor
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import Claim, Evidence, NotTested, acted, idle_interventions, judge_family
+from sparse_tutorial.experiments.inference import (
+    Claim, Comparison, Evidence, NotTested, acted, idle_interventions, judge_family,
+)
 
 BLEU_MARGIN = 0.5
 AER_MARGIN = 0.02
 SHUFFLE_NLL_GAP = 0.5
 UNIFORM_ENTROPY_GAP = 0.5
-
-
-class Comparison(NamedTuple):
-    """A claim about arm ``a`` against arm ``b`` on ``measure`` (``"bleu"``, ``"aer"`` or a mechanism)."""
-
-    claim: Claim
-    a: str
-    b: str
-    measure: str = "bleu"
 
 
 def _bleu(paper: str, kind: str = "greater", paper_effect: float | None = None) -> Claim:
@@ -44,46 +37,41 @@ def _bleu(paper: str, kind: str = "greater", paper_effect: float | None = None) 
 
 TRANSLATION_CLAIMS: dict[str, Comparison] = {
     "+Entropy beats +Coverage (Table II)": Comparison(
-        _bleu("Table II, §VII-A: NMT+Entropy outperforms NMT+Coverage (German→English)"), "+Entropy", "+Coverage"),
+        _bleu("Table II, §VII-A: NMT+Entropy outperforms NMT+Coverage (German→English)"), "+Entropy", "+Coverage", "bleu"),
     "+Cov+Ent beats +Entropy, the best system (Table II)": Comparison(
         _bleu("Table II, §VII-A: NMT+Cov+Ent performs best (German→English); Table I: +1.08 vs +0.69 over NMT",
-              paper_effect=0.39), "+Cov+Ent", "+Entropy"),
+              paper_effect=0.39), "+Cov+Ent", "+Entropy", "bleu"),
     "+Cov+Ent beats +Coverage: complementary (Tables I-II)": Comparison(
         _bleu("§VII-A: sparsity regularization and coverage are complementary (Tables I and II)",
-              paper_effect=0.67), "+Cov+Ent", "+Coverage"),
+              paper_effect=0.67), "+Cov+Ent", "+Coverage", "bleu"),
     "+Entropy beats NMT (Table I)": Comparison(
-        _bleu("Table I: +0.69 BLEU over NMT, significant (Chinese→English)", paper_effect=0.69), "+Entropy", "NMT"),
+        _bleu("Table I: +0.69 BLEU over NMT, significant (Chinese→English)", paper_effect=0.69), "+Entropy", "NMT", "bleu"),
     "+Coverage beats NMT (Table I)": Comparison(
-        _bleu("Table I: +0.41 BLEU over NMT (Chinese→English)", paper_effect=0.41), "+Coverage", "NMT"),
+        _bleu("Table I: +0.41 BLEU over NMT (Chinese→English)", paper_effect=0.41), "+Coverage", "NMT", "bleu"),
     "+L∞ on par with +Coverage (Table I)": Comparison(
-        _bleu("Table I: NMT+L∞ achieves comparable results with NMT+Coverage", kind="equivalent"), "+L∞", "+Coverage"),
+        _bleu("Table I: NMT+L∞ achieves comparable results with NMT+Coverage", kind="equivalent"), "+L∞", "+Coverage",
+        "bleu"),
     "+Entropy beats +L∞ (Table I)": Comparison(
-        _bleu("Table I: NMT+Entropy outperforms NMT+L∞"), "+Entropy", "+L∞"),
+        _bleu("Table I: NMT+Entropy outperforms NMT+L∞"), "+Entropy", "+L∞", "bleu"),
     "+Sparsemax gains a little over NMT (Table I)": Comparison(
-        _bleu("Table I: +0.28 BLEU on average, marginal", paper_effect=0.28), "+Sparsemax", "NMT"),
+        _bleu("Table I: +0.28 BLEU on average, marginal", paper_effect=0.28), "+Sparsemax", "NMT", "bleu"),
     "+Temp 0.8 at most on par with NMT (Table I)": Comparison(
-        _bleu("Table I: at most on par with the baseline at τ = 0.8", kind="not_greater"), "+Temp 0.8", "NMT"),
-    "+Temp 0.2 hurts BLEU (Table I)": Comparison(
-        _bleu("Table I: quality decreases dramatically below τ = 0.4", kind="less"), "+Temp 0.2", "NMT"),
-    "+Temp 0.1 hurts BLEU (Table I)": Comparison(
-        _bleu("Table I: quality decreases dramatically below τ = 0.4", kind="less"), "+Temp 0.1", "NMT"),
+        _bleu("Table I: at most on par with the baseline at τ = 0.8", kind="not_greater"), "+Temp 0.8", "NMT", "bleu"),
+    **{f"+Temp {tau} hurts BLEU (Table I)": Comparison(
+        _bleu("Table I: quality decreases dramatically below τ = 0.4", kind="less"), f"+Temp {tau}", "NMT", "bleu")
+       for tau in ("0.2", "0.1")},
     "+Gumbel no better than NMT (Table I)": Comparison(
-        _bleu("Table I: Gumbel-softmax cannot lead to better performance", kind="not_greater"), "+Gumbel", "NMT"),
+        _bleu("Table I: Gumbel-softmax cannot lead to better performance", kind="not_greater"), "+Gumbel", "NMT",
+        "bleu"),
     "+Entropy lowers the entropy per token (Table I)": Comparison(
         Claim("Table I, last column: lower entropy per token than NMT", kind="less", unit="nats/token"),
         "+Entropy", "NMT", "entropy"),
-    "λ = 0.005 on par with λ = 0.01 (Table IV)": Comparison(
+    **{f"λ = {lam:g} on par with λ = 0.01 (Table IV)": Comparison(
         _bleu("Table IV: λ ∈ {0.005, 0.02} reach comparable performance to λ = 0.01", kind="equivalent"),
-        "λ = 0.005", "+Entropy"),
-    "λ = 0.02 on par with λ = 0.01 (Table IV)": Comparison(
-        _bleu("Table IV: λ ∈ {0.005, 0.02} reach comparable performance to λ = 0.01", kind="equivalent"),
-        "λ = 0.02", "+Entropy"),
-    "λ = 0.04 hurts against λ = 0.01 (Table IV)": Comparison(
+        f"λ = {lam:g}", "+Entropy", "bleu") for lam in (0.005, 0.02)},
+    **{f"λ = {lam:g} hurts against λ = 0.01 (Table IV)": Comparison(
         _bleu("Table IV: larger λ (0.04, 0.08) much decrease the translation quality", kind="less"),
-        "λ = 0.04", "+Entropy"),
-    "λ = 0.08 hurts against λ = 0.01 (Table IV)": Comparison(
-        _bleu("Table IV: larger λ (0.04, 0.08) much decrease the translation quality", kind="less"),
-        "λ = 0.08", "+Entropy"),
+        f"λ = {lam:g}", "+Entropy", "bleu") for lam in (0.04, 0.08)},
 }
 """The translation claims: ``{name: Comparison}``; arms are Table I systems or ``"λ = x"`` of the sweep."""
 
