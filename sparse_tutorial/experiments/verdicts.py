@@ -182,7 +182,8 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
                "paper": entry["paper"], "test": entry.get("test") or entry.get("reason")}
         if "p_holm" in entry:  # a claim of the inference standard: its margin, Holm's p and the paper's effect
             row.update(p_holm=None if entry["p_holm"] is None else float(f"{entry['p_holm']:.2g}"),
-                       margin=entry["margin"], paper_effect=entry["paper_effect"])
+                       margin="none" if entry["margin"] is None else f"±{entry['margin']:g}",
+                       paper_effect=entry["paper_effect"])
         rows.append(row)
     return rows
 
