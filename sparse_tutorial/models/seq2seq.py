@@ -206,6 +206,16 @@ class Seq2Seq(nn.Module):
         Returns:
             ``log_probs: (rows, tgt_vocab)``, the new state and ``attention: (rows, src_len)``.
         """
+        state, weights = self.attend(tokens, state)
+        return self.predict(state.feed), state, weights
+
+    def predict(self, feed: Tensor) -> Tensor:
+        """``feed: (..., hidden)`` -> ``log_probs: (..., tgt_vocab)``, eq. 5: log softmax(W dropout(feed))."""
+        return self.output(self.dropout(feed)).log_softmax(dim=-1)
+
+    def attend(self, tokens: Tensor, state: DecoderState) -> tuple[DecoderState, Tensor]:
+        """A decoder step up to the attentional hidden state ``feed`` (the new state's ``feed``) and the
+        ``attention: (rows, src_len)``; :meth:`predict` turns ``feed`` into the next word's log-probabilities."""
         x = torch.cat([self.dropout(self.tgt_embed(tokens)), state.feed], dim=-1)
         hs, cs = [], []
         for k, cell in enumerate(self.cells):
@@ -218,14 +228,13 @@ class Seq2Seq(nn.Module):
         extra = {} if state.coverage is None else {"coverage": state.coverage}
         context, weights = attention(top, state.keys, mask=state.mask, projected_keys=state.projected_keys, **extra)
         feed = torch.tanh(self.combine(torch.cat([top, context], dim=-1)))
-        log_probs = self.output(self.dropout(feed)).log_softmax(dim=-1)
         coverage = state.coverage
         if self.coverage_model is not None:
             coverage = self.coverage_model(coverage, weights, top, state.keys, state.mask)
         elif coverage is not None:
             coverage = update_coverage(coverage, weights)
-        return log_probs, DecoderState(tuple(hs), tuple(cs), feed, coverage, state.keys, state.projected_keys,
-                                       state.mask), weights
+        return DecoderState(tuple(hs), tuple(cs), feed, coverage, state.keys, state.projected_keys,
+                            state.mask), weights
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher forcing.
@@ -238,12 +247,12 @@ class Seq2Seq(nn.Module):
             ``log_probs: (batch, tgt_len, tgt_vocab)`` and ``attention: (batch, tgt_len, src_len)``.
         """
         state = self.init_state(src, src_mask)
-        outputs, weights = [], []
+        feeds, weights = [], []
         for i in range(tgt_in.shape[1]):
-            log_probs, state, attention = self.step(tgt_in[:, i], state)
-            outputs.append(log_probs)
+            state, attention = self.attend(tgt_in[:, i], state)
+            feeds.append(state.feed)
             weights.append(attention)
-        return torch.stack(outputs, 1), torch.stack(weights, 1)
+        return self.predict(torch.stack(feeds, 1)), torch.stack(weights, 1)  # one product for every step
 
     @torch.no_grad()
     def translate(self, src: Tensor, src_mask: Tensor, bos: int, eos: int, max_len: int | None = None,
