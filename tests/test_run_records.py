@@ -202,3 +202,26 @@ def test_status_names_the_stored_and_the_missing_runs_without_training(tmp_path,
     assert main(["fake", "--out", str(tmp_path), "--status"]) == 0
     out = capsys.readouterr().out
     assert "3 valid, 1 missing" in out and f"missing: {GRID[3].key}" in out and calls == []
+
+
+def test_a_time_limited_sweep_stores_what_finished_and_the_same_command_continues(tmp_path, monkeypatch, capsys):
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: GRID
+    clock = iter(range(0, 10**6, 1800))  # time.time() as the sweep reads it: half an hour passes per reading
+    monkeypatch.setattr(sweep.time, "time", lambda: float(next(clock)))
+    calls: list = []
+    module.execute = counting(calls)
+    module.assemble = lambda profile, seeds, runs, results: {"scores": [r["score"] for r in results]}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    assert main(["fake", "--out", str(tmp_path), "--hours", "1"]) == 3  # runs start at 0.5 h; at 1 h none
+    err = capsys.readouterr().err
+    assert "stopped after 1 h with 3 of 4 runs still to train" in err and "continues from the 1 stored" in err
+    assert calls == GRID[:1] and not (tmp_path / "fake.json").exists()  # nothing assembled from a partial grid
+    clock = iter(range(0, 10**6, 60))
+    assert main(["fake", "--out", str(tmp_path), "--hours", "1"]) == 0
+    assert calls == GRID and json.loads((tmp_path / "fake.json").read_text())["scores"] == [0, 1, 1, 2]
+    with pytest.raises(SystemExit) as exit_code:
+        main(["fake", "--hours", "-2"])
+    assert exit_code.value.code == 2 and "must be a number >= 0" in capsys.readouterr().err

@@ -7,6 +7,10 @@
    token ids: a step's time does not depend on which tokens it sees), in float32 and with mixed precision:
    seconds per step, target tokens per second, and the peak GPU memory. With the steps per epoch of the
    full profile, these give the cost model of a full run.
+3. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
+   training on the GPU, decoding, the metrics), with every epoch count cut to 1 and the evaluation sets to
+   :data:`EVALUATION_CAP` items; the experiments run side by side, each in its own process, so the seconds
+   are an upper bound of a run's epoch there.
 
 It writes ``gpu_check.json`` (into ``--out``, by default ``book/results``): the device, the test outcome and
 the timings, which the reproducibility appendix's cost model reads. Without a GPU it says so and exits 2;
@@ -18,6 +22,8 @@ the timings, which the reproducibility appendix's cost model reads. Without a GP
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -37,6 +43,14 @@ from sparse_tutorial.models.seq2seq import make_batch, seq2seq_loss  # noqa: E40
 
 STEPS, WARMUP = 10, 3
 """Timed steps per measurement, after the warm-up steps (``--steps``, ``--warmup``)."""
+TEST_SECONDS = 240
+"""The CUDA tests are stopped after this long."""
+PIPELINES = ("nmt", "summarization", "classification", "interpretability", "explanation")
+"""The experiments whose first full-profile run :func:`one_epoch` executes."""
+EVALUATION_CAP = 200
+"""Dev and test items kept in :func:`one_epoch` (the full profiles evaluate on 1,000-2,000)."""
+CUT_TO_ONE = {"epochs", "align_epochs"}
+CUT_TO_CAP = {"n_dev", "n_test", "n_align_test", "n_align_dev"}
 
 
 def run_tests(out: Path) -> dict[str, Any]:
@@ -44,7 +58,7 @@ def run_tests(out: Path) -> dict[str, Any]:
     tic = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                            "tests/test_cuda.py", "tests/test_fused.py", "-k", "cuda or gpu"],
-                          cwd=REPO_ROOT, capture_output=True, text=True)
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=TEST_SECONDS)
     (out / "gpu_check_tests.log").write_text(done.stdout + done.stderr)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return {"returncode": done.returncode, "summary": lines[-1] if lines else "", "seconds": round(time.perf_counter() - tic, 1)}
@@ -136,13 +150,86 @@ def experiments(device: torch.device, steps: int = STEPS, warmup: int = WARMUP
     return {"nmt": nmt, "summarization": summarization_, "classification": classification_}
 
 
+def one_epoch_sizes(sizes: Any) -> Any:
+    """``sizes`` with every field in :data:`CUT_TO_ONE` set to 1 and every one in :data:`CUT_TO_CAP` capped at
+    :data:`EVALUATION_CAP`, through nested dataclasses and dicts of them."""
+    if isinstance(sizes, dict):
+        return {key: one_epoch_sizes(value) for key, value in sizes.items()}
+    if not dataclasses.is_dataclass(sizes):
+        return sizes
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(sizes):
+        value = getattr(sizes, field.name)
+        if field.name in CUT_TO_ONE and isinstance(value, int):
+            changes[field.name] = 1
+        elif field.name in CUT_TO_CAP and isinstance(value, int):
+            changes[field.name] = min(value, EVALUATION_CAP)
+        elif dataclasses.is_dataclass(value) or isinstance(value, dict):
+            changes[field.name] = one_epoch_sizes(value)
+    return dataclasses.replace(sizes, **changes)
+
+
+def scalars(value: Any, depth: int = 2) -> Any:
+    """The numbers and short strings of a run's result, ``depth`` levels down (lists left out)."""
+    if isinstance(value, dict) and depth:
+        kept = {key: scalars(item, depth - 1) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item is not None}
+    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) < 80):
+        return value
+    return None
+
+
+def one_epoch(name: str) -> dict[str, Any]:
+    """Execute experiment ``name``'s first full-profile run, cut by :func:`one_epoch_sizes`."""
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    sizes_table = getattr(module, "SIZES", None) or nmt_training.SIZES
+    sizes_table["full"] = one_epoch_sizes(sizes_table["full"])
+    tic = time.perf_counter()
+    run = module.grid("full", 1)[0]
+    loaded = time.perf_counter() - tic
+    result = module.execute(run)
+    return {"run": {"kind": run.kind, **dict(run.config)}, "load_seconds": round(loaded, 1),
+            "run_seconds": round(time.perf_counter() - tic - loaded, 1), "result": scalars(result)}
+
+
+def pipelines(out: Path, seconds: float) -> dict[str, Any]:
+    """:func:`one_epoch` of every :data:`PIPELINES` experiment, side by side, each in a process of its own
+    stopped after ``seconds``; their output goes to ``gpu_check_pipelines.log``."""
+    processes = {name: subprocess.Popen([sys.executable, __file__, "--one-epoch", name, "--out", str(out)],
+                                        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for name in PIPELINES}
+    deadline, report, logs = time.perf_counter() + seconds, {}, []
+    for name, process in processes.items():
+        try:
+            output, _ = process.communicate(timeout=max(1.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            report[name] = {"error": f"stopped after {seconds:.0f} s"}
+        logs.append(f"===== {name} (exit {process.returncode})\n{output}")
+        result_file = out / f"gpu_epoch_{name}.json"
+        if result_file.is_file():
+            report[name] = json.loads(result_file.read_text())
+            result_file.unlink()
+        elif name not in report:
+            report[name] = {"error": f"exit {process.returncode}; see gpu_check_pipelines.log"}
+    (out / "gpu_check_pipelines.log").write_text("\n".join(logs))
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "book" / "results")
     parser.add_argument("--allow-cpu", action="store_true", help="run on the CPU when there is no GPU")
     parser.add_argument("--steps", type=int, default=STEPS, help=f"timed steps per measurement (default {STEPS})")
     parser.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed steps first (default {WARMUP})")
+    parser.add_argument("--pipeline-seconds", type=float, default=300.0,
+                        help="how long the one-epoch runs of the experiments may take together (default 300)")
+    parser.add_argument("--one-epoch", choices=PIPELINES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.one_epoch:
+        (args.out / f"gpu_epoch_{args.one_epoch}.json").write_text(json.dumps(one_epoch(args.one_epoch), indent=1))
+        return 0
     if not torch.cuda.is_available() and not args.allow_cpu:
         print("gpu_check: no CUDA device here; run it on a GPU machine (or pass --allow-cpu to check the check)",
               file=sys.stderr)
@@ -155,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, time_it in experiments(device, args.steps, args.warmup).items():
         report["timings"][name] = {precision: time_it(precision == "amp") for precision in ("float32", "amp")}
         print(name, report["timings"][name], flush=True)
+    (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
+    report["one_epoch"] = pipelines(args.out, args.pipeline_seconds)
+    print(json.dumps(report["one_epoch"], indent=1), flush=True)
     (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
     print(f"tests: {report['tests']['summary']}; wrote {args.out / 'gpu_check.json'}")
     return 0 if report["tests"]["returncode"] == 0 else 1

@@ -9,7 +9,9 @@ Every argument and the output folder are checked before the experiment starts (b
 training); a bad one, a corpus that is not fetched yet, a folder that cannot be written, stored runs made by
 other code (``--redo-stale`` / ``--accept-stale``) or a finished run that could not be stored ends the
 command with one line saying what to do (exit status 2), not a traceback. Ctrl-C says how many runs are
-stored and that the same command resumes from them (exit status 130).
+stored and that the same command resumes from them (exit status 130). ``--hours H`` starts no run after H
+hours; if runs are left it says how many and exits with status 3, and the same command continues: a grid
+longer than one session is trained over several, e.g. on Colab with ``--out`` on Google Drive.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from sparse_tutorial.experiments.runner import (
     run_experiment,
     runs_dir,
 )
-from sparse_tutorial.experiments.sweep import RayMissingError, StaleRecordsError
+from sparse_tutorial.experiments.sweep import GridIncompleteError, RayMissingError, StaleRecordsError
 
 
 def _positive_int(text: str) -> int:
@@ -51,6 +53,13 @@ def _non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
     return value
 
 
@@ -74,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="torch threads of each run (default 1; run several at once with --workers)")
     parser.add_argument("--gpus-per-run", type=_non_negative_float, default=None,
                         help="GPU share of each run, e.g. 0.25: four runs per GPU (default: GPUs / workers)")
+    parser.add_argument("--hours", type=_positive_float, default=None,
+                        help="start no run after this many hours and exit with status 3 if runs are left; the same "
+                             "command continues (for grids longer than a session, e.g. on Colab with --out on Drive)")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
     parser.add_argument("--status", action="store_true",
                         help="only say which runs of the grid are stored and which are still to train, then exit")
@@ -85,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_arguments(args.name, args.profile, args.seeds, args.workers, args.threads_per_run,
-                        args.gpus_per_run, args.on_stale)
+                        args.gpus_per_run, args.on_stale, args.hours)
     except ValueError as error:
         parser.error(str(error))
     run_dir = runs_dir(args.name, args.profile, args.out)
@@ -101,7 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
                                  workers=args.workers, address=args.address, fresh=args.fresh,
                                  threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run,
-                                 on_stale=args.on_stale)
+                                 on_stale=args.on_stale, hours=args.hours)
+    except GridIncompleteError as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 3
     except (CorpusNotFetchedError, UnwritableDirectoryError, ResultsNotWrittenError, RayMissingError,
             RecordNotStoredError, StaleRecordsError, OSError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)

@@ -43,8 +43,8 @@ EXPERIMENTS = ("nmt", "summarization", "classification", "interpretability", "ex
 """The experiments whose modules are told apart by :func:`code_fingerprint` (``NAME.py``, ``NAME_*.py``)."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
                 "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
-                "experiments/inference.py", "experiments/nmt_finetune.py", "claims.py", "plotting.py",
-                "interactive.py", "hardware.py")
+                "experiments/inference.py", "experiments/nmt_finetune.py", "experiments/cost.py", "claims.py",
+                "plotting.py", "interactive.py", "hardware.py")
 """Library files that never change what a run of a grid computes: they assemble, judge, store or show
 results (as do the experiments' ``*_results.py`` and ``*_claims.py``), or no run calls them
 (``nmt_finetune``: chapter 9's quick protocol)."""

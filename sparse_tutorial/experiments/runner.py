@@ -194,7 +194,7 @@ def accepted_profiles(name: str) -> tuple[str, ...]:
 
 
 def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threads_per_run: int = 1,
-                    gpus_per_run: float | None = None, on_stale: str = "refuse") -> None:
+                    gpus_per_run: float | None = None, on_stale: str = "refuse", hours: float | None = None) -> None:
     """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``
     and these sweep options (:func:`~sparse_tutorial.experiments.sweep.check_sweep_arguments`).
 
@@ -208,7 +208,7 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if profile not in accepted_profiles(name):
         raise ValueError(f"profile must be one of {accepted_profiles(name)} for {name!r}, got {profile!r}")
-    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale)
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
 
 
 def grid_identity(name: str, profile: str) -> dict[str, Any]:
@@ -281,20 +281,22 @@ def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
                    write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
                    threads_per_run: int = 1, gpus_per_run: float | None = None,
-                   on_stale: str = "refuse") -> dict[str, Any]:
+                   on_stale: str = "refuse", hours: float | None = None) -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
     ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun reuses the records found there
-    that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``
-    and ``on_stale`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s.
+    that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``,
+    ``on_stale`` and ``hours`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s: with ``hours`` a
+    grid is trained over several calls, each stopping with a
+    :class:`~sparse_tutorial.experiments.sweep.GridIncompleteError` until the last assembles the results.
 
     Raises:
         ValueError: see :func:`check_arguments`.
         UnwritableDirectoryError: the results folder is a file, cannot be created or is read-only.
         ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
     """
-    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale)
+    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale, hours)
     directory = Path(directory) if directory is not None else None
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
@@ -307,7 +309,7 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
         results = sweep_experiment(name, profile, seeds, progress=True, workers=workers, address=address,
                                    fresh=fresh, run_dir=runs_dir(name, profile, directory) if write else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run,
-                                   on_stale=on_stale)
+                                   on_stale=on_stale, hours=hours)
         options = f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
         results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     else:

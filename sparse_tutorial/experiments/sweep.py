@@ -66,6 +66,20 @@ class StaleRecordsError(RuntimeError):
     """The runs folder holds records of this grid made by other code; nothing was trained (message names them)."""
 
 
+class GridIncompleteError(RuntimeError):
+    """The sweep stopped at its time limit (``hours``) with runs still to train; the finished ones are stored.
+
+    Attributes:
+        stored: how many runs of the grid are stored.
+        missing: the keys of the runs still to train.
+    """
+
+    def __init__(self, stored: int, missing: list[str], hours: float) -> None:
+        self.stored, self.missing = stored, missing
+        super().__init__(f"stopped after {hours:g} h with {len(missing)} of {stored + len(missing)} runs still to "
+                         f"train (the first: {missing[0]}); the same command continues from the {stored} stored")
+
+
 STALE_CHOICES = ("refuse", "redo", "accept")
 """What a sweep does with records made by other code: stop and name them (default), redo them, reuse them."""
 
@@ -229,7 +243,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
               address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
               threads_per_run: int = 1, gpus_per_run: Optional[float] = None,
               description: str = "runs", progress: bool = True, identity: Optional[dict[str, str]] = None,
-              on_stale: str = "refuse") -> list[dict[str, Any]]:
+              on_stale: str = "refuse", hours: Optional[float] = None) -> list[dict[str, Any]]:
     """Execute ``runs`` (serially, on ``workers`` local Ray workers, or on the Ray cluster at ``address``)
     and return each one's result, in the order of ``runs``.
 
@@ -247,17 +261,21 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         description, progress: the label and whether to show the sweep's progress bar (runs done / total).
         identity: ``{"sizes": ..., "code": ...}`` of this grid, stored in each record and compared on reuse.
         on_stale: one of :data:`STALE_CHOICES`, for records made by other code.
+        hours: start no run after this many hours (the runs under way finish and are stored): a grid longer
+            than a session (a Colab runtime, a cluster job) is trained over several calls.
 
     Raises:
         ValueError: ``workers`` < 1, ``threads_per_run`` < 1, a negative ``gpus_per_run`` or an unknown
             ``on_stale``.
         RayMissingError: ``workers > 1`` or ``address`` without Ray installed.
         StaleRecordsError: see ``on_stale``.
+        GridIncompleteError: ``hours`` passed with runs still to train (those that finished are stored).
         RecordNotStoredError: a finished run could not be stored (it was saved elsewhere, named).
         OSError: the runs folder has no room for a record (checked before each run trains).
         RuntimeError: a run failed in a Ray worker (named; the runs that finished are stored).
     """
-    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale)
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
+    stop_at = None if hours is None else time.time() + 3600 * hours
     parallel = workers > 1 or address is not None
     if parallel and not ray_available():
         raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
@@ -268,12 +286,15 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     records = {run: None for run in unique} if fresh else _reusable(run_dir, unique, identity, on_stale)
     bar = tqdm(total=len(unique), initial=sum(r is not None for r in records.values()), desc=description,
                unit="run", disable=not progress)
-    job = Job(execute, threads_per_run, run_dir, identity, fresh)
+    job = Job(execute, threads_per_run, run_dir, identity, fresh, stop_at)
 
     def finished(run: Run, outcome: tuple[str, Optional[dict[str, Any]]]) -> None:
         if outcome[0] == "done":
             records[run] = outcome[1]
             bar.update(1)
+
+    def out_of_time() -> bool:
+        return stop_at is not None and time.time() >= stop_at
 
     try:
         pending = [run for run in unique if records[run] is None]
@@ -284,10 +305,12 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
                 for run in pending:
                     finished(run, job(run))
             pending = [run for run in pending if records[run] is None]
+            if pending and out_of_time():
+                raise GridIncompleteError(len(unique) - len(pending), [run.key for run in pending], hours or 0.0)
             for run in pending:  # another sweep on this folder is training them: wait for it, then read
                 LOG.info("waiting for another sweep that is training %s", run.key)
                 _Locks(run_dir).wait(run)
-            job = Job(execute, threads_per_run, run_dir, identity, fresh=False)
+            job = Job(execute, threads_per_run, run_dir, identity, fresh=False, stop_at=stop_at)
     finally:
         bar.close()
     return [records[run]["result"] for run in runs]
@@ -297,15 +320,19 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
 class Job:
     """What the process that trains a run does (serially, or in a Ray worker): lock the run, read the record
     another sweep may have stored meanwhile, else check the free space, execute, store the record, unlock.
-    Returns ``("done", record)``, or ``("busy", None)`` when another sweep holds the run's lock."""
+    Returns ``("done", record)``, ``("busy", None)`` when another sweep holds the run's lock, or
+    ``("late", None)`` when it would start after ``stop_at`` (a ``time.time()``)."""
 
     execute: Callable[[Run], dict]
     threads: int
     run_dir: Optional[Path]
     identity: dict[str, Any]
     fresh: bool = False
+    stop_at: Optional[float] = None
 
     def __call__(self, run: Run) -> tuple[str, Optional[dict[str, Any]]]:
+        if self.stop_at is not None and time.time() >= self.stop_at:
+            return "late", None
         locks = _Locks(self.run_dir)
         if not locks.take(run, wait=False):
             return "busy", None
@@ -326,7 +353,7 @@ class Job:
 
 
 def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Optional[float] = None,
-                          on_stale: str = "refuse") -> None:
+                          on_stale: str = "refuse", hours: Optional[float] = None) -> None:
     """Raise a ``ValueError`` naming the first bad argument of :func:`run_sweep` (before anything starts)."""
     if workers < 1 or threads_per_run < 1:
         raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
@@ -334,6 +361,8 @@ def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Opti
         raise ValueError(f"gpus_per_run must be a number >= 0, got {gpus_per_run}")
     if on_stale not in STALE_CHOICES:
         raise ValueError(f"on_stale must be one of {STALE_CHOICES}, got {on_stale!r}")
+    if hours is not None and not (hours > 0 and math.isfinite(hours)):
+        raise ValueError(f"hours must be a number > 0, got {hours}")
 
 
 def _run_on_ray(pending: list[Run], job: Job, workers: int, address: Optional[str], threads: int,

@@ -1,0 +1,108 @@
+"""What an experiment's ``full`` profile costs on a GPU: the cost model of the reproducibility appendix.
+
+``tools/gpu_check.py`` ran on a GPU machine writes ``book/results/gpu_check.json``. Besides the CUDA tests and
+timed full-size training steps, it executes one epoch of each experiment's first full-profile run through
+the experiment's own code (corpus, training on the GPU, decoding or importance measures, metrics), with the
+evaluation sets cut to 200 items, the experiments side by side. A full run trains at most the profile's
+epochs, so
+
+    grid hours ≤ runs × epochs × (seconds of that one-epoch run) / 3600,
+
+one run at a time. It is an upper bound: the evaluation is counted once per epoch, where a run evaluates its
+test set once, and early stopping ends runs sooner; it is also a bound for one GPU only (runs differ: a
+20 Newsgroups post is longer than a movie-review sentence, and the first run is what was timed).
+
+    python -m sparse_tutorial.experiments.cost     # the appendix's table, from book/results/gpu_check.json
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sparse_tutorial.experiments.runner import results_dir
+
+SEEDS = 3
+"""Seeds of the full grids whose cost is estimated (the book's ``--seeds 3``)."""
+SESSION_HOURS = 1.0
+"""What one chapter's full run should take at most, so that it fits one Colab session (issue 33's target)."""
+
+
+def gpu_check(path: Path | None = None) -> dict[str, Any]:
+    """The stored GPU check (``book/results/gpu_check.json`` by default).
+
+    Raises:
+        FileNotFoundError: there is none: run ``python tools/gpu_check.py`` on a GPU machine first.
+    """
+    path = path if path is not None else results_dir() / "gpu_check.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no GPU check at {path}: run `python tools/gpu_check.py` on a GPU machine")
+    return json.loads(path.read_text())
+
+
+def most_epochs(sizes: Any) -> int:
+    """The largest ``epochs`` (or ``align_epochs``) field in ``sizes``, through nested dataclasses and dicts."""
+    if isinstance(sizes, dict):
+        return max((most_epochs(value) for value in sizes.values()), default=0)
+    if not dataclasses.is_dataclass(sizes):
+        return 0
+    found = [getattr(sizes, f.name) for f in dataclasses.fields(sizes) if f.name in ("epochs", "align_epochs")]
+    nested = [most_epochs(getattr(sizes, f.name)) for f in dataclasses.fields(sizes)]
+    return max([value for value in found if isinstance(value, int)] + nested + [0])
+
+
+def full_grid_estimate(name: str, check: dict[str, Any], seeds: int = SEEDS) -> dict[str, Any]:
+    """The cost model's bound for experiment ``name``'s full grid with ``seeds``: ``runs``, ``epochs`` (the most
+    a run trains), ``one_epoch_seconds`` (measured), ``hours_at_most`` (one run at a time) and whether that
+    fits :data:`SESSION_HOURS`.
+
+    Raises:
+        KeyError: the GPU check has no one-epoch run of ``name`` (naming it).
+    """
+    measured = check.get("one_epoch", {}).get(name, {})
+    if "run_seconds" not in measured:
+        raise KeyError(f"the GPU check has no one-epoch run of {name!r} ({measured.get('error', 'not run')})")
+    module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
+    sizes = (getattr(module, "SIZES", None) or importlib.import_module(
+        "sparse_tutorial.experiments.nmt_training").SIZES)["full"]
+    runs, epochs = len(dict.fromkeys(module.grid("full", seeds))), most_epochs(sizes)
+    hours = runs * epochs * measured["run_seconds"] / 3600
+    return {"runs": runs, "epochs": epochs, "one_epoch_seconds": measured["run_seconds"],
+            "hours_at_most": round(hours, 1), "fits_one_session": hours <= SESSION_HOURS}
+
+
+def cost_table(check: dict[str, Any], names: tuple[str, ...] | None = None) -> str:
+    """The appendix's Markdown table of :func:`full_grid_estimate` for every experiment the check timed."""
+    names = names if names is not None else tuple(check.get("one_epoch", {}))
+    lines = [f"| experiment | runs ({SEEDS} seeds) | epochs at most | one epoch, measured (s) | grid, at most (h) |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for name in names:
+        row = full_grid_estimate(name, check)
+        lines.append(f"| {name} | {row['runs']} | {row['epochs']} | {row['one_epoch_seconds']:.0f} | "
+                     f"{row['hours_at_most']:.1f} |")
+    return "\n".join(lines)
+
+
+def check_summary(check: dict[str, Any]) -> str:
+    """What the GPU check found, in the appendix's words: the machine, the CUDA tests, the full-size step
+    times in float32 and with mixed precision, and the one-epoch runs."""
+    steps = "; ".join(f"{name} {t['float32']['seconds_per_step']:.3f} s in float32 and "
+                      f"{t['amp']['seconds_per_step']:.3f} s with mixed precision"
+                      for name, t in check["timings"].items())
+    finished = [name for name, run in check.get("one_epoch", {}).items() if "run_seconds" in run]
+    return (f"Measured on one {check['device']} (torch {check['torch']}, {check.get('date', 'date not recorded')}): "
+            f"the CUDA tests {check['tests']['summary'].split(' in ')[0]}; a full-size training step took {steps}; "
+            f"the one-epoch runs of {', '.join(finished)} finished on the GPU.")
+
+
+def main() -> None:
+    check = gpu_check()
+    print(check_summary(check))
+    print()
+    print(cost_table(check))
+
+
+if __name__ == "__main__":
+    main()

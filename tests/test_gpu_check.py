@@ -1,0 +1,67 @@
+"""Issue 33: the GPU check's stored result and the full-profile cost model the reproducibility appendix
+prints from it (the appendix's numbers are generated, and this test keeps them so)."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparse_tutorial.experiments import cost
+
+REPO = Path(__file__).resolve().parent.parent
+APPENDIX = REPO / "book" / "appendix" / "reproducibility.md"
+sys.path.insert(0, str(REPO / "tools"))
+import gpu_check  # noqa: E402
+
+
+def generated_blocks() -> list[str]:
+    return [block.strip() for block in re.findall(r"<!-- generated: python -m sparse_tutorial\.experiments\.cost.*?-->"
+                                                  r"\n(.*?)<!-- end generated -->", APPENDIX.read_text(), re.S)]
+
+
+def test_the_appendix_prints_what_the_stored_gpu_check_says():
+    check = cost.gpu_check()
+    assert generated_blocks() == [cost.check_summary(check), cost.cost_table(check)]
+    # chapters 8-13 and the appendix say that no full grid is bounded within one Colab session
+    assert not any(cost.full_grid_estimate(name, check)["fits_one_session"] for name in check["one_epoch"])
+
+
+def test_the_stored_gpu_check_ran_on_a_gpu_and_passed():
+    check = cost.gpu_check()
+    assert check["device"] != "cpu" and check["tests"]["returncode"] == 0
+    assert re.match(r"\d+ passed, \d+ deselected", check["tests"]["summary"])
+    assert set(check["one_epoch"]) == set(gpu_check.PIPELINES)
+    assert all(run["run_seconds"] > 0 for run in check["one_epoch"].values())
+
+
+def test_the_bound_is_runs_times_epochs_times_the_measured_epoch():
+    check = {"one_epoch": {"explanation": {"run_seconds": 360.0}}}
+    row = cost.full_grid_estimate("explanation", check)
+    assert row["runs"] == 6 and row["epochs"] == 8 and row["hours_at_most"] == pytest.approx(6 * 8 * 0.1)
+    assert not row["fits_one_session"]
+    with pytest.raises(KeyError, match="no one-epoch run of 'explanation' \\(stopped after 300 s\\)"):
+        cost.full_grid_estimate("explanation", {"one_epoch": {"explanation": {"error": "stopped after 300 s"}}})
+    with pytest.raises(FileNotFoundError, match="run `python tools/gpu_check.py` on a GPU machine"):
+        cost.gpu_check(Path("/nonexistent/gpu_check.json"))
+
+
+def test_one_epoch_sizes_cut_every_epoch_count_and_evaluation_set_however_deeply_nested():
+    from sparse_tutorial.experiments import interpretability, nmt_training
+    cut = gpu_check.one_epoch_sizes(nmt_training.SIZES["full"])
+    assert (cut.epochs, cut.align_epochs, cut.corpus.n_test, cut.corpus.n_train) == (1, 1, 200, 60000)
+    tasks = gpu_check.one_epoch_sizes(interpretability.SIZES["full"]).tasks
+    assert all(t.epochs == 1 and t.n_test == 200 for t in tasks.values())
+    assert cost.most_epochs(nmt_training.SIZES["full"]) == 16 and cost.most_epochs(cut) == 1
+
+
+def test_without_a_gpu_the_check_says_so(capsys):
+    if gpu_check.torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    assert gpu_check.main(["--out", "/tmp/unused"]) == 2
+    assert "no CUDA device here" in capsys.readouterr().err
+
+
+def test_the_stored_file_is_json_with_its_command():
+    stored = json.loads((REPO / "book" / "results" / "gpu_check.json").read_text())
+    assert "tools/gpu_check.py" in stored["command"]
