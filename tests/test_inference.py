@@ -99,3 +99,16 @@ def test_the_worked_example_of_the_reproducibility_appendix_prints_what_it_says(
     printed = capsys.readouterr().out.split()
     claimed = [line.rsplit("# ", 1)[1].strip() for line in code.splitlines() if line.startswith("print(")]
     assert printed == claimed == ["?", "✓"]
+
+
+def test_the_appendix_states_the_margins_and_the_tie_bound_gap_the_code_uses():
+    from pathlib import Path
+
+    from sparse_tutorial.experiments import interpretability_claims, nmt_claims, summarization_claims
+    from sparse_tutorial.experiments.inference import ACCURACY_MARGIN
+    text = " ".join((Path(__file__).resolve().parent.parent / "book" / "appendix" / "reproducibility.md").read_text().split())
+    assert ACCURACY_MARGIN == 0.01 and "one accuracy point (`ACCURACY_MARGIN`, chapters 11 and 13)" in text
+    assert (nmt_claims.BLEU_MARGIN, nmt_claims.AER_MARGIN) == (0.5, 0.02) and "0.5 BLEU and 0.02 AER (chapter 9)" in text
+    assert summarization_claims.PAR_MARGIN == 1.0 and "1 ROUGE-L point (chapter 10)" in text
+    assert interpretability_claims.ENTROPY_MARGIN == 0.1 and "0.1 of normalized entropy (chapter 12)" in text
+    assert interpretability_claims.TIE_BOUND_GAP == 0.05 and "τ-b within 0.05 of the cap" in text

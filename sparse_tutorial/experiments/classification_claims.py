@@ -1,19 +1,30 @@
-"""Sun & Lu's (2020) claims (Table 2, Figs. 2-5, §5) judged on the runs of experiment ``classification``.
+"""Sun & Lu's (2020) claims (Table 2, Figs. 2-5, §5), fixed before the stored run, and how chapter 11 judges
+them on the runs of experiment ``classification`` (:mod:`~sparse_tutorial.experiments.inference`).
 
-Every verdict follows the rule of :mod:`~sparse_tutorial.experiments.verdicts` and can come out either way
-(for a "does not hurt" / "no gain" claim, ✗ means a significant difference against it).
+**Accuracy** (Table 2, the VᵀW penalty) is the share of correct test documents. Seeds are the unit: seed
+``s`` of one model is paired with seed ``s`` of the other (the same initialisation and batch order), the
+95 % interval comes from a hierarchical bootstrap over seeds and documents, and the seed-level test is a
+paired t over seeds. "Does not hurt" and "no gain" have a margin of
+:data:`~sparse_tutorial.experiments.inference.ACCURACY_MARGIN` (one point): ✓ only when the run shows the
+difference is within it, never because a test failed to reject.
 
-Tests. Accuracy (Table 2, the VᵀW penalty): a paired bootstrap over test documents of per-document
-correctness (0/1), seeds pooled -- seed ``s`` of one model is paired with seed ``s`` of the other -- so a
-task trained with one seed is judged too; the 95 % interval of the accuracy difference is the resolution.
-Token classes (Figs. 2-5): a one-sided Mann–Whitney U over the tokens of two classes, once per seed, and
-every seed must agree (:func:`~sparse_tutorial.experiments.verdicts.rank_test`).
+**Token classes** (Figs. 2-5, §5) compare the mean score of one class of tokens with another's in the same
+trained model (:func:`~sparse_tutorial.experiments.inference.compare_groups`): per seed, the difference of
+the class means; the bootstrap resamples the seeds, then each class's tokens; the paired t runs over the
+seeds' class means, so tokens are never the samples of the test.
+
+Every task's claims are one family, Holm-corrected together (:func:`judge`); a task trained with fewer than
+:data:`~sparse_tutorial.experiments.inference.MIN_SEEDS` seeds has its claims "not tested".
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from sparse_tutorial.experiments.verdicts import bootstrap_test, claim, no_better_verdict, rank_test
+import numpy as np
+
+from sparse_tutorial.experiments.inference import (
+    ACCURACY_MARGIN, Claim, Evidence, NotTested, compare, compare_groups, judge_family, mean_score,
+)
 
 Model = tuple[str, float, float]
 """A trained configuration: ``(variant, scale, vtw_weight)``."""
@@ -44,13 +55,14 @@ PAPER_TABLE_2 = {
 set, its Table 2 test accuracies (%) per variant at :data:`TABLE_2_SCALES`). Rotten Tomatoes stands in for
 SST (whose sentences come from Rotten Tomatoes)."""
 
-BOOTSTRAP = "paired bootstrap over test documents (1000 resamples), seeds pooled"
-RANK = "one-sided Mann–Whitney U over tokens per seed, every seed must agree (largest p)"
 TOKEN_CLAIMS = (("polarity", "positive", 1, "positive tokens' polarity scores above neutral"),
                 ("polarity", "negative", -1, "negative tokens' polarity scores below neutral"),
                 ("attention", "positive", 1, "positive tokens' attention scores above neutral"),
                 ("attention", "negative", 1, "negative tokens' attention scores above neutral"))
 """Figs. 2 and 4: ``(score, token class, claimed sign against the neutral tokens, the claim)``."""
+
+Judged = dict[str, tuple[Claim, "Evidence | NotTested"]]
+"""``{claim name: (claim, evidence)}`` before Holm's correction (:func:`judge` applies it)."""
 
 
 def paper_accuracy(task: str, variant: str, scale: float) -> float:
@@ -58,81 +70,99 @@ def paper_accuracy(task: str, variant: str, scale: float) -> float:
     return PAPER_TABLE_2[task][2][variant][TABLE_2_SCALES.index(scale)]
 
 
-def judge(task: str, num_classes: int, correct: Correct, analyses: Analyses) -> dict[str, dict[str, Any]]:
-    """Every claim the runs of ``task`` (a key of :data:`PAPER_TABLE_2`) allow: ``{claim: {verdict, p,
-    difference, test, paper[, ci95]}}``, each name starting with the task's short name.
+def judge(tasks: Sequence[tuple[str, int, Correct, Analyses]]) -> dict[str, dict[str, Any]]:
+    """Every claim the runs of ``tasks`` allow, Holm-corrected as one family: ``{claim: entry}`` (the entries
+    of :func:`~sparse_tutorial.experiments.inference.judge_family`), each name starting with the task's
+    short name.
 
     Args:
-        task: the task's name in :data:`~sparse_tutorial.experiments.classification.TASKS`.
-        num_classes: 2 for the binary tasks (Figs. 2, 4, 5, term D, the VᵀW penalty), more for Fig. 3c.
-        correct: per-document correctness of every trained model (:data:`Correct`).
-        analyses: token analyses of the analysed models (:data:`Analyses`).
+        tasks: per task, ``(task, num_classes, correct, analyses)``: the task's name (a key of
+            :data:`PAPER_TABLE_2`); 2 for the binary tasks (Figs. 2, 4, 5, term D, the VᵀW penalty), more for
+            Fig. 3c; per-document correctness of every trained model (:data:`Correct`); token analyses of
+            the analysed models (:data:`Analyses`).
     """
-    return {f"{PAPER_TABLE_2[task][0]}: {name}": judged
-            for name, judged in {**accuracy_claims(task, correct), **token_claims(task, num_classes, analyses)}.items()}
+    family: Judged = {}
+    for task, num_classes, correct, analyses in tasks:
+        short = PAPER_TABLE_2[task][0]
+        family.update({f"{short}: {name}": judged for name, judged in
+                       {**accuracy_claims(task, correct), **token_claims(task, num_classes, analyses)}.items()})
+    return judge_family(family)
 
 
-def accuracy_claims(task: str, correct: Correct) -> dict[str, dict[str, Any]]:
+def _correctness(per_seed: list[list[float]]) -> np.ndarray:
+    """``(seeds, documents, 2)``: each document's value and a weight of 1 (:func:`compare`'s items)."""
+    values = np.asarray(per_seed, dtype=float)
+    return np.stack([values, np.ones_like(values)], axis=-1)
+
+
+def accuracy_claims(task: str, correct: Correct) -> Judged:
     """Table 2 (a tiny scale hurts; mean pooling does not; DP-L's LSTM shields it) and §5 (the VᵀW penalty
     brings no accuracy gain), for the models present in ``correct``."""
     dataset = PAPER_TABLE_2[task][1]
-    claims: dict[str, dict[str, Any]] = {}
+    claims: Judged = {}
 
     def table_model(variant: str, scale: float) -> Model:
         return variant, float(scale), 0.0
 
-    def have(*models: Model) -> bool:
-        return all(model in correct for model in models)
+    def paper_gap(variant: str, high: float, low: float) -> float:
+        return round((paper_accuracy(task, variant, high) - paper_accuracy(task, variant, low)) / 100, 4)
 
-    def compared(name: str, paper: str, model: Model, other: Model, no_gain: bool = False) -> None:
-        if have(model, other):
-            difference, p, ci95 = bootstrap_test(correct[model], correct[other])
-            test = BOOTSTRAP + ("; ✗ only for a significant gain" if no_gain else "")
-            claims[name] = claim(paper, difference, p, test, ci95=ci95,
-                                 verdict_override=no_better_verdict(difference, p) if no_gain else None)
+    def compared(name: str, claim: Claim, model: Model, other: Model) -> None:
+        if model in correct and other in correct:
+            claims[name] = (claim, compare(_correctness(correct[model]), _correctness(correct[other]),
+                                           what="accuracy"))
 
     for variant in PAPER_TABLE_2[task][2]:
         compared(f"scale 0.001 hurts {variant} (accuracy at scale 10 minus 0.001)",
-                 f"Table 2 ({dataset}): {variant} {paper_accuracy(task, variant, 0.001)} % at λ = 0.001, "
-                 f"{paper_accuracy(task, variant, 10)} % at λ = 10",
+                 Claim(f"Table 2 ({dataset}): {variant} {paper_accuracy(task, variant, 0.001)} % at λ = 0.001, "
+                       f"{paper_accuracy(task, variant, 10)} % at λ = 10", paper_effect=paper_gap(variant, 10, 0.001),
+                       unit="accuracy"),
                  table_model(variant, 10), table_model(variant, 0.001))
     compared("scale 1 hurts DP (accuracy at scale 10 minus 1)",
-             f"§5: λ = 1 or 0.001 is worse than a larger λ; Table 2 ({dataset}): DP {paper_accuracy(task, 'DP', 1)} % "
-             f"at λ = 1, {paper_accuracy(task, 'DP', 10)} % at λ = 10", table_model("DP", 10), table_model("DP", 1))
+             Claim(f"§5: λ = 1 or 0.001 is worse than a larger λ; Table 2 ({dataset}): DP "
+                   f"{paper_accuracy(task, 'DP', 1)} % at λ = 1, {paper_accuracy(task, 'DP', 10)} % at λ = 10",
+                   paper_effect=paper_gap("DP", 10, 1), unit="accuracy"),
+             table_model("DP", 10), table_model("DP", 1))
     for variant in PAPER_TABLE_2[task][2]:
-        compared(f"mean pooling (scale 10⁴) does not hurt {variant} (accuracy at scale 10 minus 10⁴)",
-                 f"§5: a very large λ has no significant impact (mean pooling); Table 2 ({dataset}): {variant} "
-                 f"{paper_accuracy(task, variant, 10000)} % at λ = 10⁴, {paper_accuracy(task, variant, 10)} % at λ = 10",
-                 table_model(variant, 10), table_model(variant, 10000), no_gain=True)
+        compared(f"mean pooling (scale 10⁴) does not hurt {variant} (accuracy at scale 10⁴ minus 10)",
+                 Claim(f"§5: a very large λ has no significant impact (mean pooling); Table 2 ({dataset}): {variant} "
+                       f"{paper_accuracy(task, variant, 10000)} % at λ = 10⁴, {paper_accuracy(task, variant, 10)} % "
+                       "at λ = 10", kind="not_less", margin=ACCURACY_MARGIN,
+                       paper_effect=paper_gap(variant, 10000, 10), unit="accuracy"),
+                 table_model(variant, 10000), table_model(variant, 10))
     shielded = [table_model(variant, scale) for variant in ("DP", "DP-L") for scale in (10, 0.001)]
-    if have(*shielded):
-        drops = [[[a - b for a, b in zip(high, low)] for high, low in zip(correct[ten], correct[tiny])]
-                 for ten, tiny in (shielded[:2], shielded[2:])]   # per model: per seed, per document
-        difference, p, ci95 = bootstrap_test(*drops)
-        paper_drop = {variant: round(paper_accuracy(task, variant, 10) - paper_accuracy(task, variant, 0.001), 1)
-                      for variant in ("DP", "DP-L")}
-        claims["the LSTM shields DP-L from scale 0.001 (DP's accuracy loss minus DP-L's)"] = claim(
-            f"Table 2 ({dataset}): at λ = 0.001 DP loses {paper_drop['DP']} points against λ = 10, "
-            f"DP-L {paper_drop['DP-L']}", difference, p, BOOTSTRAP, ci95=ci95)
+    if all(model in correct for model in shielded):
+        drops = [np.asarray(correct[ten], float) - np.asarray(correct[tiny], float)   # (seeds, documents)
+                 for ten, tiny in (shielded[:2], shielded[2:])]
+        claims["the LSTM shields DP-L from scale 0.001 (DP's accuracy loss minus DP-L's)"] = (
+            Claim(f"Table 2 ({dataset}): at λ = 0.001 DP loses {paper_gap('DP', 10, 0.001):.3f} of accuracy "
+                  f"against λ = 10, DP-L {paper_gap('DP-L', 10, 0.001):.3f}",
+                  paper_effect=round(paper_gap("DP", 10, 0.001) - paper_gap("DP-L", 10, 0.001), 4), unit="accuracy"),
+            compare(_correctness(drops[0].tolist()), _correctness(drops[1].tolist()), score=mean_score,
+                    what="accuracy loss"))
     compared("the VᵀW penalty brings no accuracy gain (DP at scale 10, penalised minus not)",
-             "§5: with the VᵀW regularizer 'we did not observe a significant improvement in test performance'",
-             ("DP", 10.0, 1.0), ("DP", 10.0, 0.0), no_gain=True)
+             Claim("§5: with the VᵀW regularizer 'we did not observe a significant improvement in test performance'",
+                   kind="not_greater", margin=ACCURACY_MARGIN, unit="accuracy"),
+             ("DP", 10.0, 1.0), ("DP", 10.0, 0.0))
     return claims
 
 
-def token_claims(task: str, num_classes: int, analyses: Analyses) -> dict[str, dict[str, Any]]:
+def token_claims(task: str, num_classes: int, analyses: Analyses) -> Judged:
     """Figs. 2-5 and §5 on the tokens of the analysed models present in ``analyses``."""
     dataset = PAPER_TABLE_2[task][1]
-    claims: dict[str, dict[str, Any]] = {}
+    claims: Judged = {}
 
     def per_seed(model: Model, token_class: str, score: str) -> list[list[float]]:
         if score == "average_weights":
             return [analysis["average_weights"][token_class] for analysis in analyses[model]]
         return [analysis["classes"][token_class][score] for analysis in analyses[model]]
 
-    def ranked(name: str, paper: str, samples: list[list[float]], others: list[list[float]], sign: int = 1) -> None:
-        seeds = f"{len(samples)} seed" + ("s" if len(samples) != 1 else "")
-        claims[name] = claim(paper, *rank_test(samples, others, sign), f"{RANK} ({seeds})", sign)
+    def grouped(name: str, paper: str, unit: str, samples: list[list[float]], others: list[list[float]],
+                sign: int = 1) -> None:
+        claim = Claim(paper, kind="greater" if sign > 0 else "less", unit=unit)
+        empty = any(not values for values in samples + others)
+        claims[name] = (claim, NotTested("a token class is empty in a seed's test set") if empty
+                        else compare_groups(samples, others, what=unit))
 
     if num_classes != 2:
         model = ("DP", 10.0, 0.0)
@@ -140,38 +170,41 @@ def token_claims(task: str, num_classes: int, analyses: Analyses) -> dict[str, d
             labels = [name for name in analyses[model][0]["classes"] if name != "neutral"]
             polar = [[value for label in labels for value in analysis["classes"][label]["attention"]]
                      for analysis in analyses[model]]
-            ranked("DP, scale 10: polarity tokens of every label get larger attention scores than neutral ones",
-                   f"Fig. 3c ({dataset}, λ = 10): tokens strongly associated with a label are still likely to "
-                   "have larger attention scores than neutral tokens", polar, per_seed(model, "neutral", "attention"))
+            grouped("DP, scale 10: polarity tokens of every label get larger attention scores than neutral ones",
+                    f"Fig. 3c ({dataset}, λ = 10): tokens strongly associated with a label are still likely to "
+                    "have larger attention scores than neutral tokens", "attention score", polar,
+                    per_seed(model, "neutral", "attention"))
         return claims
 
     for variant, figure in (("DP", f"Fig. 2 ({dataset}, λ = 10)"), ("AD", "Fig. 4 (additive attention, SST, λ = 10)")):
         model = (variant, 10.0, 0.0)
         if model in analyses:
             for score, token_class, sign, says in TOKEN_CLAIMS:
-                ranked(f"{variant}, scale 10: {says}", f"{figure}: {says}",
-                       per_seed(model, token_class, score), per_seed(model, "neutral", score), sign)
+                grouped(f"{variant}, scale 10: {says}", f"{figure}: {says}", f"{score} score",
+                        per_seed(model, token_class, score), per_seed(model, "neutral", score), sign)
     large = ("DP", 100.0, 0.0)
     if large in analyses:
         order = [("positive", "negative") if analysis["vtw"] > 0 else ("negative", "positive")
                  for analysis in analyses[large]]
-        ranked("DP, scale 100: the class favoured by the sign of VᵀW gets larger attention scores than the "
-               "other (term D)",
-               f"§4.2, Fig. 3b ({dataset}, λ = 100): with a large λ and VᵀW ≠ 0 term D pushes positive and negative "
-               "tokens' attention scores apart (on SST positive tokens fell below neutral and negative ones)",
-               [a["classes"][favoured]["attention"] for a, (favoured, _) in zip(analyses[large], order)],
-               [a["classes"][other]["attention"] for a, (_, other) in zip(analyses[large], order)])
+        grouped("DP, scale 100: the class favoured by the sign of VᵀW gets larger attention scores than the "
+                "other (term D)",
+                f"§4.2, Fig. 3b ({dataset}, λ = 100): with a large λ and VᵀW ≠ 0 term D pushes positive and "
+                "negative tokens' attention scores apart (on SST positive tokens fell below neutral and negative "
+                "ones)", "attention score",
+                [a["classes"][favoured]["attention"] for a, (favoured, _) in zip(analyses[large], order)],
+                [a["classes"][other]["attention"] for a, (_, other) in zip(analyses[large], order)])
     penalised = ("DP", 10.0, 1.0)
     if penalised in analyses:
         for _, token_class, _, says in TOKEN_CLAIMS[2:]:
-            ranked(f"DP, scale 10, VᵀW penalty: {says}",
-                   "§5: with the VᵀW regularizer both positive and negative tokens get attention scores generally "
-                   "larger than the neutral tokens'",
-                   per_seed(penalised, token_class, "attention"), per_seed(penalised, "neutral", "attention"))
+            grouped(f"DP, scale 10, VᵀW penalty: {says}",
+                    "§5: with the VᵀW regularizer both positive and negative tokens get attention scores generally "
+                    "larger than the neutral tokens'", "attention score",
+                    per_seed(penalised, token_class, "attention"), per_seed(penalised, "neutral", "attention"))
     model = ("DP", 10.0, 0.0)
     if model in analyses:
         for token_class in ("positive", "negative"):
-            ranked(f"DP, scale 10: {token_class} tokens' average attention weights above neutral",
-                   "Fig. 5: polarity tokens are more likely to have larger attention weights than neutral tokens",
-                   per_seed(model, token_class, "average_weights"), per_seed(model, "neutral", "average_weights"))
+            grouped(f"DP, scale 10: {token_class} tokens' average attention weights above neutral",
+                    "Fig. 5: polarity tokens are more likely to have larger attention weights than neutral tokens",
+                    "attention weight", per_seed(model, token_class, "average_weights"),
+                    per_seed(model, "neutral", "average_weights"))
     return claims

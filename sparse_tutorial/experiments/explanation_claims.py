@@ -16,11 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from sparse_tutorial.experiments.inference import (
-    Claim, Comparison, Evidence, NotTested, compare, judge_family, mean_score,
+    ACCURACY_MARGIN, Claim, Comparison, Evidence, NotTested, compare, judge_family, mean_score,
 )
-
-ACCURACY_MARGIN = 0.01
-"""One point of accuracy: what "as accurate" and "no more accurate" allow."""
 ADVERSARY_MIN_JS = math.log(2) / 2
 """Half the largest Jensen–Shannon divergence (nats): an adversary below it has not attended unlike the base."""
 

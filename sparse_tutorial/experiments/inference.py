@@ -48,6 +48,9 @@ ALPHA = 0.05
 """The significance level of every test, after Holm's correction."""
 MIN_SEEDS = 3
 """Trained seeds an arm needs for its claims to be tested."""
+ACCURACY_MARGIN = 0.01
+"""One accuracy point: δ of every "on par", "no better" and "does not hurt" claim on accuracy (chapters 11
+and 13), fixed before their runs."""
 BOOTSTRAP_SAMPLES = 2000
 """Resamples of the hierarchical bootstrap."""
 VERDICTS = ("✗", "?", "✓", "not tested")
@@ -195,6 +198,90 @@ def compare(a: np.ndarray, b: np.ndarray, score: Score = mean_score, n_samples: 
                     paired_t(per_seed_a.tolist(), per_seed_b.tolist()),
                     f"{what + ': ' if what else ''}hierarchical bootstrap (seeds, then test items, both paired "
                     f"across arms) and a paired t-test over {seeds} seeds")
+
+
+def compare_groups(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], n_samples: int = BOOTSTRAP_SAMPLES,
+                   seed: int = 12345, what: str = "") -> Evidence:
+    """Evidence on mean(A) − mean(B) where the arms are two groups of items of the same trained model (the
+    polarity scores of positive tokens against those of neutral ones, say), not the same items twice.
+
+    Args:
+        a, b: per seed, the values of the arm's items (seed ``s`` of both from the same trained model; the
+            seeds both have are used).
+        n_samples, seed, what: as for :func:`compare`.
+
+    Returns:
+        :class:`Evidence`: the mean over seeds of the per-seed difference of group means; the hierarchical
+        bootstrap resamples the seeds, then each group's items independently; the seed-level test is the
+        paired t over the per-seed group means.
+    """
+    seeds = min(len(a), len(b))
+    groups = [(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in zip(a[:seeds], b[:seeds])]
+    if not groups or any(x.ndim != 1 or y.ndim != 1 or not len(x) or not len(y) for x, y in groups):
+        raise ValueError("a and b must give each seed a non-empty list of values")
+    per_seed_a, per_seed_b = [float(x.mean()) for x, _ in groups], [float(y.mean()) for _, y in groups]
+    rng = np.random.default_rng(seed)
+    differences = np.stack([_resampled_means(x, rng, n_samples) - _resampled_means(y, rng, n_samples)
+                            for x, y in groups], axis=1)                                       # (n_samples, seeds)
+    samples = np.take_along_axis(differences, rng.integers(0, seeds, size=(n_samples, seeds)), axis=1).mean(axis=1)
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return Evidence(float(np.mean(per_seed_a) - np.mean(per_seed_b)), (float(low), float(high)), samples,
+                    (len(a), len(b)), paired_t(per_seed_a, per_seed_b),
+                    f"{what + ': ' if what else ''}hierarchical bootstrap (seeds, then each group's items) and a "
+                    f"paired t-test over {seeds} seeds")
+
+
+def trend(x: Sequence[float], runs: np.ndarray, score: Score = mean_score, n_samples: int = BOOTSTRAP_SAMPLES,
+          seed: int = 12345, what: str = "") -> Evidence:
+    """Evidence on the trend of a measure along a design variable ``x`` (sparsegen's λ, say): per trained
+    seed, Kendall's τ-b between ``x`` and the measure of the runs at each ``x``; the effect is their mean.
+
+    Args:
+        x: ``(points,)`` the design variable, without ties.
+        runs: ``(seeds, points, items, K)``: per seed and point, the statistics of each test item (the same
+            items everywhere); ``score`` turns statistics summed over items into the measure.
+        n_samples, seed, what: as for :func:`compare`.
+
+    Returns:
+        :class:`Evidence` whose ``effect`` is the mean τ-b over seeds; the hierarchical bootstrap resamples
+        the seeds, then the test items (the same for every point); the seed-level test is a one-sample t
+        of the per-seed τ-b against 0 (``seed_level["b"]`` holds the zeros).
+    """
+    x, runs = np.asarray(x, dtype=float), np.asarray(runs, dtype=float)
+    if runs.ndim != 4 or runs.shape[1] != len(x) or len(x) < 3 or runs.shape[2] == 0:
+        raise ValueError(f"runs must be (seeds, points, items, K) with {len(x)} >= 3 points, got {runs.shape}")
+    if len(np.unique(x)) != len(x):
+        raise ValueError(f"x must not have ties, got {x.tolist()}")
+    seeds, items = runs.shape[0], runs.shape[2]
+    per_seed = kendall_tau_b(x, score(runs.sum(axis=2)))                                      # (seeds,)
+    rng = np.random.default_rng(seed)
+    weights = np.stack([np.bincount(rng.integers(0, items, items), minlength=items) for _ in range(n_samples)])
+    taus = kendall_tau_b(x, score(np.einsum("spnk,bn->bspk", runs, weights)))                  # (n_samples, seeds)
+    samples = np.take_along_axis(taus, rng.integers(0, seeds, size=(n_samples, seeds)), axis=1).mean(axis=1)
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return Evidence(float(np.mean(per_seed)), (float(low), float(high)), samples, (seeds, seeds),
+                    paired_t(per_seed.tolist(), [0.0] * seeds),
+                    f"{what + ': ' if what else ''}Kendall τ-b with the design variable per seed; hierarchical "
+                    f"bootstrap (seeds, then test items) and a t-test of the {seeds} seeds' τ-b against 0")
+
+
+def kendall_tau_b(x: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b between ``x: (points,)`` (no ties) and each row of ``values: (..., points)``; NaN for a
+    row that is constant."""
+    dx = np.sign(x[None, :] - x[:, None])                                                     # (points, points)
+    dv = np.sign(values[..., None, :] - values[..., :, None])                                 # (..., points, points)
+    upper = np.triu(np.ones_like(dx, dtype=bool), k=1)
+    concordance = (dx * dv)[..., upper].sum(axis=-1)
+    pairs = upper.sum()
+    untied = (dv[..., upper] != 0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(untied > 0, concordance / np.sqrt(pairs * untied), np.nan)
+
+
+def _resampled_means(values: np.ndarray, rng: np.random.Generator, n_samples: int) -> np.ndarray:
+    """``(n_samples,)`` means of bootstrap resamples of ``values``."""
+    counts = rng.multinomial(len(values), np.full(len(values), 1.0 / len(values)), size=n_samples)
+    return counts @ values / len(values)
 
 
 def paired_t(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]:

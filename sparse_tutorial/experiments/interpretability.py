@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from scipy.stats import kendalltau
 from torch import Tensor
@@ -60,7 +59,9 @@ def head(split: Split, count: int) -> Split:
 
 def importance_statistics(model: AttentionClassifier, split: Split,
                           intermediate_examples: int | None = None) -> dict[str, float]:
-    """Means over the examples of ``split`` of every quantity in the module docstring.
+    """Means over the examples of ``split`` of every quantity in the module docstring, and in ``"items"`` the
+    value of each example (``None`` where it is undefined: fewer than two positions, or a constant vector),
+    which the claims resample (:mod:`~sparse_tutorial.experiments.interpretability_claims`).
 
     ``intermediate_examples``: measure ``H̃(g_{h_p}(x))`` on the first that many examples only (``None``: all
     of them); it takes one backward pass per position, which on documents of hundreds of tokens costs far
@@ -79,20 +80,24 @@ def importance_statistics(model: AttentionClassifier, split: Split,
     inner_entropy = (inner_entropy * inner_mask).sum(-1) / inner_mask.sum(-1)
     inner_real = inner_mask.sum(-1) > 1
     real = mask.sum(-1) > 1
+    items = {"entropy_intermediate": inner_entropy.masked_fill(~inner_real, float("nan")),
+             **{key: value.masked_fill(~real, float("nan")) for key, value in {
+                 "entropy_gradient": normalized_entropy(grad, mask),
+                 "entropy_loo": normalized_entropy(loo, mask),
+                 "entropy_attention": normalized_entropy(weights, mask),
+                 "tau_gradient": batched_kendall_tau_b(weights, grad, mask),
+                 "tau_loo": batched_kendall_tau_b(weights, loo, mask),
+                 "tau_b_bound": tau_b_bound(weights, mask),
+                 "tau_gradient_support": batched_kendall_tau_b(weights, grad, mask & (weights > 0)),
+                 "tau_loo_support": batched_kendall_tau_b(weights, loo, mask & (weights > 0))}.items()}}
     return {
-        "entropy_intermediate": inner_entropy[inner_real].mean().item(),
+        **{key: _nanmean(value.float().cpu()) for key, value in items.items()},
         "entropy_intermediate_std": inner_entropy[inner_real].std().item(),
-        "entropy_gradient": normalized_entropy(grad, mask)[real].mean().item(),
-        "entropy_loo": normalized_entropy(loo, mask)[real].mean().item(),
-        "entropy_attention": normalized_entropy(weights, mask)[real].mean().item(),
         "attention_zero_share": ((weights == 0) & mask).sum().item() / mask.sum().item(),
-        "tau_gradient": np.nanmean(batched_kendall_tau_b(weights, grad, mask)[real].numpy()).item(),
-        "tau_loo": np.nanmean(batched_kendall_tau_b(weights, loo, mask)[real].numpy()).item(),
-        "tau_b_bound": np.nanmean(tau_b_bound(weights, mask)[real].numpy()).item(),
-        "tau_gradient_support": _nanmean(batched_kendall_tau_b(weights, grad, mask & (weights > 0))[real]),
-        "tau_loo_support": _nanmean(batched_kendall_tau_b(weights, loo, mask & (weights > 0))[real]),
         "test_sentences": int(real.sum()),
         "intermediate_sentences": int(inner_real.sum()),
+        "items": {key: [None if math.isnan(v) else round(v, 4) for v in value.float().cpu().tolist()]
+                  for key, value in items.items()},
     }
 
 
@@ -281,10 +286,13 @@ def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
     """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
-    set: provenance}, "rows": [train_and_measure's row], "checks": :func:`checks`}`` (a NaN is ``None``)."""
+    set: provenance}, "rows": [train_and_measure's row, without its per-item values], "checks":
+    :func:`checks`}`` (a NaN is ``None``; the per-item values stay in the run records)."""
     rows = [result["row"] for result in results]
     corpora = {result["row"]["task"]: result["corpus"] for result in results}
-    return {"profile_note": SIZES[profile].note, "corpus": corpora, "rows": rows, "checks": checks(profile, rows)}
+    return {"profile_note": SIZES[profile].note, "corpus": corpora,
+            "rows": [{key: value for key, value in row.items() if key != "items"} for row in rows],
+            "checks": checks(profile, rows)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
