@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import math
 import subprocess
 import sys
 import time
@@ -170,10 +171,12 @@ def one_epoch_sizes(sizes: Any) -> Any:
 
 
 def scalars(value: Any, depth: int = 2) -> Any:
-    """The numbers and short strings of a run's result, ``depth`` levels down (lists left out)."""
+    """The numbers and short strings of a run's result, ``depth`` levels down (lists left out; NaN as ``None``)."""
     if isinstance(value, dict) and depth:
         kept = {key: scalars(item, depth - 1) for key, item in value.items()}
         return {key: item for key, item in kept.items() if item is not None}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None   # strict JSON
     if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) < 80):
         return value
     return None
