@@ -65,8 +65,7 @@ def full_grid_estimate(name: str, check: dict[str, Any], seeds: int = SEEDS) -> 
     if "run_seconds" not in measured:
         raise KeyError(f"the GPU check has no one-epoch run of {name!r} ({measured.get('error', 'not run')})")
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
-    sizes = (getattr(module, "SIZES", None) or importlib.import_module(
-        "sparse_tutorial.experiments.nmt_training").SIZES)["full"]
+    sizes = module.SIZES["full"]
     runs, epochs = len(dict.fromkeys(module.grid("full", seeds))), most_epochs(sizes)
     hours = runs * epochs * measured["run_seconds"] / 3600
     return {"runs": runs, "epochs": epochs, "one_epoch_seconds": measured["run_seconds"],
