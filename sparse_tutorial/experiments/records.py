@@ -12,7 +12,9 @@ A record is ``runs/NAME-PROFILE/KEY.json`` (beside it ``KEY.log``, what the run 
   the code new).
 
 and ``sha256``, a checksum of all the rest. :func:`read_record` reuses a record only when it parses, its
-checksum holds, and it names the same run, sizes and code. The rule (README, "Stored runs"):
+checksum holds, and it names the same run, sizes and code, or code shown to compute the same results
+(the identity's ``equivalent_codes``: :mod:`~sparse_tutorial.experiments.equivalence`). The rule (README,
+"Stored runs"):
 
 * a record that does not parse or fails its checksum, or that was made with other sizes, is **redone**,
   with a one-line warning naming it;
@@ -43,7 +45,8 @@ EXPERIMENTS = ("nmt", "summarization", "classification", "interpretability", "ex
 """The experiments whose modules are told apart by :func:`code_fingerprint` (``NAME.py``, ``NAME_*.py``)."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
                 "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
-                "experiments/inference.py", "experiments/nmt_finetune.py", "experiments/cost.py", "claims.py",
+                "experiments/inference.py", "experiments/nmt_finetune.py", "experiments/cost.py",
+                "experiments/equivalence.py", "claims.py",
                 "plotting.py", "interactive.py", "hardware.py")
 """Library files that never change what a run of a grid computes: they assemble, judge, store or show
 results (as do the experiments' ``*_results.py`` and ``*_claims.py``), or no run calls them
@@ -163,7 +166,7 @@ def read_record(path: Path, run: dict[str, Any], identity: dict[str, str]) -> Fo
     stored = record.get("identity", {})
     if stored.get("sizes") != identity.get("sizes"):
         return Found(Status.OTHER_SIZES, record, "it was made with other sizes of the profile")
-    if stored.get("code") != identity.get("code"):
+    if stored.get("code") != identity.get("code") and stored.get("code") not in identity.get("equivalent_codes", ()):
         return Found(Status.OTHER_CODE, record, f"it was made by other code ({stored.get('code')}, now "
                                                 f"{identity.get('code')})")
     log = path.with_suffix(".log")
@@ -175,7 +178,7 @@ def read_record(path: Path, run: dict[str, Any], identity: dict[str, str]) -> Fo
 def sealed(record: dict[str, Any], identity: dict[str, str]) -> dict[str, Any]:
     """``record`` (as :func:`~sparse_tutorial.experiments.sweep.execute_logged` returns it, ``log`` included)
     ready to store: the format, ``identity``, the log's SHA-256 in place of the log, and its checksum."""
-    stored = {"format": RECORD_FORMAT, "identity": dict(identity),
+    stored = {"format": RECORD_FORMAT, "identity": {k: v for k, v in identity.items() if k != "equivalent_codes"},
               **{key: value for key, value in record.items() if key != "log"},
               "log_sha256": hashlib.sha256(record["log"].encode()).hexdigest()}
     return {**stored, "sha256": checksum(stored)}

@@ -211,14 +211,19 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
     check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
 
 
-def grid_identity(name: str, profile: str) -> dict[str, Any]:
+def grid_identity(name: str, profile: str, directory: Path | None = None) -> dict[str, Any]:
     """What a run record of experiment ``name`` at ``profile`` must match to be reused: the SHA-256 of the
-    profile's sizes and the :func:`~sparse_tutorial.experiments.records.code_fingerprint` of the experiment;
-    also the git commit and whether the clone differs from it, which every record stores."""
+    profile's sizes and the :func:`~sparse_tutorial.experiments.records.code_fingerprint` of the experiment,
+    or one of the ``equivalent_codes`` established in the results folder ``directory`` (default
+    :func:`results_dir`; :mod:`~sparse_tutorial.experiments.equivalence`); also the git commit and whether
+    the clone differs from it, which every record stores."""
+    from sparse_tutorial.experiments.equivalence import equivalent_codes  # its command imports this module
+
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     sizes = getattr(module, "SIZES", {}).get(profile)
-    return {"sizes": sizes_digest(sizes), "code": code_fingerprint(name), "git_commit": _git_commit(),
-            "git_dirty": _git_dirty()}
+    code = code_fingerprint(name)
+    return {"sizes": sizes_digest(sizes), "code": code, "git_commit": _git_commit(), "git_dirty": _git_dirty(),
+            "equivalent_codes": equivalent_codes(name, code, directory if directory is not None else results_dir())}
 
 
 class ResultsNotWrittenError(OSError):
@@ -244,11 +249,11 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     sweep's progress bar)."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     runs = module.grid(profile, seeds)
-    identity = grid_identity(name, profile)
+    run_dir = sweep_options.get("run_dir")
+    identity = grid_identity(name, profile, Path(run_dir).parents[1] if run_dir is not None else None)
     results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
                         identity=identity, **sweep_options)
     assembled = module.assemble(profile, seeds, runs, results)
-    run_dir = sweep_options.get("run_dir")
     if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones
         records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
         codes = sorted({r.get("identity", {}).get("code", "unknown") for r in records})
@@ -256,7 +261,8 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
                                      "threads": sorted({r["threads"] for r in records}),
                                      "devices": sorted({r["device"] for r in records}),
                                      "code": identity["code"], "run_code": codes,
-                                     "mixed_code": codes != [identity["code"]]}
+                                     "equivalent_code": [c for c in codes if c in identity["equivalent_codes"]],
+                                     "mixed_code": not set(codes) <= {identity["code"], *identity["equivalent_codes"]}}
     return assembled
 
 
@@ -266,7 +272,7 @@ def grid_status(name: str, profile: str, seeds: int, directory: Path | None = No
     :class:`~sparse_tutorial.experiments.records.Status` (``valid``, ``missing``, ``corrupt``,
     ``other sizes``, ``other code``)."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
-    folder, identity = runs_dir(name, profile, directory), grid_identity(name, profile)
+    folder, identity = runs_dir(name, profile, directory), grid_identity(name, profile, directory)
     status: dict[str, list[str]] = {s.value: [] for s in Status}
     for run in dict.fromkeys(module.grid(profile, seeds)):
         status[read_record(folder / f"{run.key}.json", run.as_dict(), identity).status.value].append(run.key)
