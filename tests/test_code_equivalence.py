@@ -107,3 +107,16 @@ def test_an_unknown_commit_or_experiment_is_named(tmp_path):
         establish("explanation", "no-such-commit", directory=tmp_path, repository=REPOSITORY)
     with pytest.raises(ValueError, match="'verdicts'"):
         establish("verdicts", "HEAD", directory=tmp_path)
+
+
+@pytest.mark.parametrize("folder", sorted((runner.results_dir() / "runs").glob("*-*")), ids=lambda p: p.name)
+def test_every_committed_run_record_is_reusable_by_this_code(folder):
+    """An edit of the code a stored grid runs either computes the same (and says so by the probe) or its
+    author redoes the runs: a stored record is never left stale by accident."""
+    name, profile = folder.name.rsplit("-", 1)
+    identity = runner.grid_identity(name, profile)
+    accepted = {identity["code"], *identity["equivalent_codes"]}
+    stale = sorted({json.loads(p.read_text())["identity"]["code"] for p in folder.glob("*.json")} - accepted)
+    assert not stale, (f"{folder.name}: records of code {stale} are not valid for this code ({identity['code']}); "
+                       f"run `python -m sparse_tutorial.experiments.equivalence {name} --against COMMIT` with "
+                       f"a commit of that code, or redo the runs")
