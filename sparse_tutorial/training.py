@@ -12,7 +12,8 @@ model-specific:
 * a checkpoint after every epoch and resuming from it (``checkpoint_path``): see *Checkpoints* below;
 * guards: a non-finite loss, or a step that leaves a parameter NaN or infinite, stops training with a
   :class:`FloatingPointError` naming the step, the epoch and the parameter, so non-finite weights are never
-  checkpointed or returned;
+  checkpointed or returned (the loop reads such device values every :data:`READ_EVERY` steps, not every
+  step, so that a GPU is never made to wait);
 * a tqdm progress bar, and a per-step / per-epoch record of the loss and of every statistic ``loss_fn``
   reports (for example ``{"nll": ..., "entropy": ..., "tokens": ...}``).
 
@@ -237,6 +238,55 @@ def _fingerprint_differences(stored: dict[str, Any], current: dict[str, Any]) ->
     return differences
 
 
+READ_EVERY = 32
+"""Steps between the loop's reads of the values that live on the device: each step's loss and statistics, and
+whether every parameter is still finite. On a GPU a read waits for all the queued work, so reading every
+step would stall it; the values wait on the device until they are read, and the guards still name the first
+step that went wrong (training may run up to ``READ_EVERY - 1`` steps past it before it stops)."""
+
+
+@dataclass
+class _PendingStep:
+    """A step whose device values have not been read yet."""
+
+    step: int
+    loss: Tensor                # 0-d, detached, on the device
+    stats: dict[str, Any]       # tensors detached
+    seconds: float
+    parameters_finite: Tensor   # 0-d bool, on the device: every parameter finite after the step
+
+
+def _parameters_finite(parameters: list[Tensor]) -> Tensor:
+    """A 0-d bool tensor on the parameters' device: is every parameter free of NaN and infinities?"""
+    if not parameters:
+        return torch.tensor(True)
+    return torch.stack([torch.isfinite(p).all() for p in parameters]).all()
+
+
+def _read_steps(pending: list[_PendingStep], model: nn.Module, epoch: int) -> list[dict[str, float]]:
+    """The records of the ``pending`` steps, read from the device at once.
+
+    Raises:
+        FloatingPointError: for the first of them whose loss is not finite, or after which a parameter is not.
+    """
+    if not pending:
+        return []
+    losses = torch.stack([entry.loss.to(torch.float64) for entry in pending]).tolist()
+    finite = torch.stack([entry.parameters_finite for entry in pending]).tolist()
+    records = []
+    for entry, loss, parameters_ok in zip(pending, losses, finite):
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"loss_fn returned a non-finite loss ({loss}) at step {entry.step} "
+                                     f"(epoch {epoch})")
+        if not parameters_ok:
+            raise FloatingPointError(f"parameter {_non_finite_parameter(model)!r} became NaN or infinite at step "
+                                     f"{entry.step} (epoch {epoch}): a non-finite gradient reached it; these "
+                                     f"weights are neither saved nor returned")
+        records.append({"epoch": epoch, "step": entry.step, "loss": loss, "seconds": entry.seconds,
+                        **{k: float(v) for k, v in entry.stats.items()}})
+    return records
+
+
 def _non_finite_parameter(model: nn.Module) -> str | None:
     """The name of the first parameter holding a NaN or an infinity, else ``None`` (one device sync)."""
     named = list(model.named_parameters())
@@ -288,6 +338,7 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
     seed_everything(config.seed)
     model.to(device)
     optimizer = _make_optimizer(model, config)
+    parameters = list(model.parameters())
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     history = History()
     best_state: dict[str, Tensor] | None = None
@@ -317,34 +368,32 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
         batches = _epoch_batches(train_batches, epoch)
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", disable=not config.progress,
                    leave=False)
+        pending: list[_PendingStep] = []
         for batch in bar:
-            if config.max_steps_per_epoch is not None and len(records) >= config.max_steps_per_epoch:
+            if config.max_steps_per_epoch is not None and len(records) + len(pending) >= config.max_steps_per_epoch:
                 break
             tic = time.perf_counter()
             batch = move_to(batch, device)
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device_type=device.type, dtype=torch.float16, enabled=use_amp):
                 loss, stats = loss_fn(model, batch)
-            step = len(history.steps)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss_fn returned a non-finite loss ({loss.item()}) at step {step} "
-                                         f"(epoch {epoch})")
             scaler.scale(loss).backward()
             if config.grad_clip is not None:
                 scaler.unscale_(optimizer)
                 nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             scaler.step(optimizer)
             scaler.update()
-            broken = _non_finite_parameter(model)  # also waits for the step to finish on a GPU
-            if broken is not None:
-                raise FloatingPointError(f"parameter {broken!r} became NaN or infinite at step {step} (epoch "
-                                         f"{epoch}): a non-finite gradient reached it; these weights are "
-                                         f"neither saved nor returned")
-            record = {"epoch": epoch, "step": step, "loss": loss.item(),
-                      "seconds": time.perf_counter() - tic, **{k: float(v) for k, v in stats.items()}}
-            history.steps.append(record)
-            records.append(record)
-            bar.set_postfix(loss=f"{record['loss']:.3f}")
+            pending.append(_PendingStep(
+                len(history.steps) + len(pending), loss.detach(),
+                {k: v.detach() if isinstance(v, Tensor) else v for k, v in stats.items()},
+                time.perf_counter() - tic, _parameters_finite(parameters)))
+            if len(pending) == READ_EVERY:
+                records += _read_steps(pending, model, epoch)
+                history.steps += records[-len(pending):]
+                pending = []
+                bar.set_postfix(loss=f"{records[-1]['loss']:.3f}")
+        records += _read_steps(pending, model, epoch)
+        history.steps += records[len(records) - len(pending):]
         summary = {"epoch": epoch, **_mean_stats(records), "seconds": time.perf_counter() - epoch_start}
 
         improved = dev_fn is None

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from sparse_tutorial import training
 from sparse_tutorial.training import CheckpointError, TrainConfig, load_checkpoint, train
 
 from test_training import make_model, mse, regression_batches
@@ -116,3 +117,21 @@ def test_disk_full_while_checkpointing_keeps_the_previous_checkpoint(tmp_path, f
     kept = load_checkpoint(path)
     assert kept["epoch"] == 0 and math.isfinite(kept["history"]["epochs"][0]["loss"])
     assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+
+
+def test_device_values_are_read_every_read_every_steps_and_the_first_bad_step_is_still_named(monkeypatch):
+    """Issue 33: no per-step host sync. The losses and the finiteness of the parameters wait on the device
+    and are read READ_EVERY steps at a time (and at the end of each epoch); a NaN is still traced to its
+    step."""
+    reads = []
+    read_steps = training._read_steps
+    monkeypatch.setattr(training, "_read_steps", lambda pending, *args: reads.append(len(pending)) or read_steps(pending, *args))
+    monkeypatch.setattr(training, "READ_EVERY", 3)
+    batches = regression_batches()
+    config = TrainConfig(epochs=2, lr=0.05, grad_clip=None, device="cpu")
+    history = train(make_model(), batches, mse, config)
+    per_epoch = len(batches)
+    assert reads == 2 * ([3] * (per_epoch // 3) + [per_epoch % 3])
+    assert [record["step"] for record in history.steps] == list(range(2 * per_epoch))
+    with pytest.raises(FloatingPointError, match=r"at step 4 \(epoch 0\)"):
+        train(make_model(), batches, nan_gradient_at(4), config)
