@@ -6,7 +6,8 @@ and a sweep refuses records of other code. Any edit of that code (a moved module
 host sync fewer per step) gives a new fingerprint, so a grid that takes days would be trained again after
 every refactor. This module decides by measurement when two versions of the code compute the same thing:
 
-1. the old commit's ``sparse_tutorial/`` is copied out of git (``git archive``) into a temporary folder;
+1. the old commit's ``sparse_tutorial/`` is copied out of git (``git archive``) into a temporary folder, and
+   this library's beside it (so that an edit made while the probe runs cannot reach it);
 2. each version runs the **probe** in its own process, on the CPU, one thread: the experiment's whole grid
    at one seed, at the profile's sizes shrunk so that each run takes seconds (:data:`SHRINK`), every run's
    result with its timings removed (:func:`untimed`) reduced to a SHA-256;
@@ -34,6 +35,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -98,12 +100,12 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     if not Path(module.__file__).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the probe of {root} imported {module.__file__}")
-    records = importlib.import_module("sparse_tutorial.experiments.records")
+    fingerprint = importlib.import_module("sparse_tutorial.experiments.records").code_fingerprint(name)
     module.SIZES[profile] = SHRINK[name](module.SIZES[profile])
     runs = [run for run in module.grid(profile, 1) if run.kind not in TIMING_RUNS]
     digests = {run.key: _digest(untimed(module.execute(run)))
                for run in tqdm(runs, desc=f"probe of {root.name}", leave=False)}
-    return {"fingerprint": records.code_fingerprint(name), "digests": digests}
+    return {"fingerprint": fingerprint, "digests": digests}
 
 
 def _run_probe(root: Path, name: str, profile: str) -> dict[str, Any]:
@@ -193,9 +195,12 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
     repository = Path(repository) if repository is not None else library
     directory = Path(directory) if directory is not None else results_dir()
     with tempfile.TemporaryDirectory(prefix="sparse_tutorial-equivalence-") as folder:
-        old_commit = _export(repository, against, Path(folder))
+        old_root, new_root = Path(folder) / "old", Path(folder) / "new"
+        old_commit = _export(repository, against, old_root)
+        shutil.copytree(library / "sparse_tutorial", new_root / "sparse_tutorial",   # edits during the run
+                        ignore=shutil.ignore_patterns("__pycache__"))                 # cannot reach the probe
         with ThreadPoolExecutor(2) as pool:
-            old, new = pool.map(lambda root: _run_probe(root, name, profile), (Path(folder), library))
+            old, new = pool.map(lambda root: _run_probe(root, name, profile), (old_root, new_root))
     if old["digests"].keys() != new["digests"].keys():
         raise CodeDiffersError(f"the grids of {name} differ: runs only at {against}: "
                                f"{sorted(old['digests'].keys() - new['digests'].keys())}, only now: "
