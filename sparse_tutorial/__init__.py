@@ -16,8 +16,18 @@ from sparse_tutorial.projections import (
     sparsegen_lin,
     sparsemax,
 )
-from sparse_tutorial.alpha_entmax import AlphaEntmax, alpha_entmax
-from sparse_tutorial.losses import binary_sparsemax_loss, modified_huber_loss, multilabel_target, sparsemax_loss
+from sparse_tutorial.alpha_entmax import AlphaEntmax, EntmaxBisect, alpha_entmax, entmax_bisect
+from sparse_tutorial.losses import (
+    Entmax15Loss,
+    EntmaxBisectLoss,
+    SparsemaxLoss,
+    binary_sparsemax_loss,
+    entmax15_loss,
+    entmax_bisect_loss,
+    modified_huber_loss,
+    multilabel_target,
+    sparsemax_loss,
+)
 from sparse_tutorial.regularizers import (
     PENALTIES,
     entropy,
@@ -46,6 +56,7 @@ from sparse_tutorial.attention import (
     LocalPAttention,
     MultiHeadAttention,
     PointerAttention,
+    scaled_dot_product_attention,
 )
 from sparse_tutorial.coverage import (
     FertilityCoverage,

@@ -47,7 +47,7 @@ import torch
 from torch import Tensor, nn
 
 from sparse_tutorial.entmax_eager import _entmax_vjp
-from sparse_tutorial.projections import _masked_softmax, entmax15, softmax, sparsemax
+from sparse_tutorial.projections import PROJECTIONS, _masked_softmax, entmax15, softmax, sparsemax
 from sparse_tutorial.score_rows import _as_rows, _from_rows, _validated_row_max
 
 Alpha = Union[float, Tensor]
@@ -217,26 +217,32 @@ class AlphaEntmax(nn.Module):
     Args:
         alpha: α ≥ 1 (> 1 when learnable: α = 1 is the boundary that ``1 + softplus`` only approaches).
         dim: the dimension that is projected.
-        learnable: make α a parameter, ``α = 1 + softplus(alpha_raw)`` with ``alpha_raw`` a scalar
-            ``nn.Parameter`` started at the value that gives ``alpha``; α then stays ≥ 1 whatever the updates.
+        learnable: make α a parameter, ``α = 1 + softplus(alpha_raw)`` with ``alpha_raw`` an ``nn.Parameter``
+            started at the value that gives ``alpha``; α then stays ≥ 1 whatever the updates.
         n_iter: bisection steps, as in :func:`alpha_entmax`.
+        alpha_shape: the shape of a learnable α, broadcast against the scores with ``dim`` of size 1:
+            ``()`` one α for all; ``(num_heads, 1, 1)`` one per head of
+            :class:`~sparse_tutorial.attention.MultiHeadAttention`'s ``(batch, heads, tgt_len, src_len)``
+            scores (Correia et al. 2019).
     """
 
     def __init__(self, alpha: float = 1.5, dim: int = -1, learnable: bool = False,
-                 n_iter: Optional[int] = None) -> None:
+                 n_iter: Optional[int] = None, alpha_shape: tuple[int, ...] = ()) -> None:
         super().__init__()
         _check_alpha_number(alpha)
         if learnable and alpha == 1:
             raise ValueError("alpha must be > 1 when learnable (α = 1 + softplus(θ) reaches 1 only as θ → −∞), got 1")
+        if alpha_shape and not learnable:
+            raise ValueError(f"alpha_shape={alpha_shape} is the shape of a learnable α; pass learnable=True")
         self.dim, self.learnable, self.n_iter = dim, learnable, n_iter
         if learnable:
-            self.alpha_raw = nn.Parameter(torch.tensor(_inverse_softplus(alpha - 1.0)))
+            self.alpha_raw = nn.Parameter(torch.full(tuple(alpha_shape), _inverse_softplus(alpha - 1.0)))
         else:
             self.fixed_alpha = float(alpha)
 
     @property
     def alpha(self) -> Alpha:
-        """α as used now, a number, or a 0-d tensor (with its gradient) when learnable."""
+        """α as used now, a number, or a tensor of shape ``alpha_shape`` (with its gradient) when learnable."""
         if self.learnable:
             return 1 + nn.functional.softplus(self.alpha_raw)
         return self.fixed_alpha
@@ -245,5 +251,34 @@ class AlphaEntmax(nn.Module):
         return alpha_entmax(scores, self.alpha, self.dim, self.n_iter)
 
     def extra_repr(self) -> str:
-        alpha = float(self.alpha)
-        return f"alpha={alpha:.4g}, dim={self.dim}, learnable={self.learnable}"
+        if not self.learnable:
+            return f"alpha={self.fixed_alpha:.4g}, dim={self.dim}, learnable=False"
+        values = self.alpha.detach().flatten().tolist()
+        shown = f"{values[0]:.4g}" if self.alpha_raw.dim() == 0 else "[" + ", ".join(f"{v:.4g}" for v in values) + "]"
+        return f"alpha={shown}, dim={self.dim}, learnable=True"
+
+
+# ------------------------------------------------------------------------- the entmax package's names
+def entmax_bisect(X: Tensor, alpha: Alpha = 1.5, dim: int = -1, n_iter: int = 50,
+                  ensure_sum_one: bool = True) -> Tensor:
+    """The ``entmax`` package's ``entmax_bisect``: :func:`alpha_entmax` with its signature and defaults
+    (50 bisection steps; with ``ensure_sum_one`` each slice is divided by its sum at the end)."""
+    weights = alpha_entmax(X, alpha, dim, n_iter)
+    if not ensure_sum_one:
+        return weights
+    return weights / weights.sum(dim, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+
+
+class EntmaxBisect(nn.Module):
+    """The ``entmax`` package's ``EntmaxBisect(alpha, dim, n_iter)``: :func:`entmax_bisect` as a module
+    (:class:`AlphaEntmax` learns α)."""
+
+    def __init__(self, alpha: Alpha = 1.5, dim: int = -1, n_iter: int = 50) -> None:
+        super().__init__()
+        self.alpha, self.dim, self.n_iter = alpha, dim, n_iter
+
+    def forward(self, X: Tensor) -> Tensor:
+        return entmax_bisect(X, self.alpha, self.dim, self.n_iter)
+
+
+PROJECTIONS.update(alpha_entmax=alpha_entmax, entmax_bisect=entmax_bisect)

@@ -27,6 +27,7 @@ would otherwise leak into the context and the gradients. A NaN at a *kept* posit
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -34,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from sparse_tutorial._validation import check_mask, check_query_keys, check_shape
+from sparse_tutorial.alpha_entmax import alpha_entmax
 from sparse_tutorial.projections import Projection, get_projection
 # The scores live in sparse_tutorial.scores; they are imported here too so that a chapter can take the whole
 # zoo from one place: `from sparse_tutorial.attention import Attention, DotScore`.
@@ -42,17 +44,30 @@ from sparse_tutorial.scores import (  # noqa: F401
     LocationSensitiveScore, ScaledDotScore, get_score, resolve_score)
 
 
-def _resolve_projection(projection: str | Projection, projection_kwargs: dict) -> Projection:
-    """A projection name (with its keyword arguments) or a ready callable ``fn(scores, dim=-1)``."""
+def _resolve_projection(projection: str | Projection | nn.Module, projection_kwargs: dict) -> Projection | nn.Module:
+    """A projection name (with its keyword arguments), a function ``fn(scores, dim=-1)``, or a module that
+    projects the last dimension (``Sparsemax()``, ``AlphaEntmax(learnable=True)``, ``entmax.Entmax15()``):
+    a module stays a submodule, so a learnable α trains with the attention."""
     if isinstance(projection, str):
         return get_projection(projection, **projection_kwargs)
     if projection_kwargs:
         raise TypeError(
             f"projection keyword arguments {sorted(projection_kwargs)} are only used with a projection name"
         )
+    if isinstance(projection, nn.Module):
+        if getattr(projection, "dim", -1) != -1:
+            raise ValueError(f"a projection module in attention must project the last dimension (dim=-1), "
+                             f"got {type(projection).__name__} with dim={projection.dim}")
+        return projection
     if not callable(projection):
-        raise TypeError(f"projection must be a name or a callable fn(scores, dim=-1), got {projection!r}")
+        raise TypeError(f"projection must be a name, a callable fn(scores, dim=-1) or a module, got {projection!r}")
     return projection
+
+
+def _project(projection: Projection | nn.Module, scores: Tensor) -> Tensor:
+    """``projection`` applied over the last dimension of ``scores``: a module as ``module(scores)`` (entmax's
+    convention), a function as ``fn(scores, dim=-1)``."""
+    return projection(scores) if isinstance(projection, nn.Module) else projection(scores, dim=-1)
 
 
 def _projection_name(projection: str | Projection) -> str:
@@ -124,7 +139,7 @@ class Attention(nn.Module):
         check_shape(scores, "scores", batch=batch, src_len=src_len)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        weights = self.projection(scores, dim=-1)
+        weights = _project(self.projection, scores)
         return _weighted_sum(weights, values), weights
 
     def extra_repr(self) -> str:
@@ -202,32 +217,96 @@ class LocalPAttention(nn.Module):
         return f"half_window={self.half_window}, renormalize={self.renormalize}"
 
 
+def _additive_mask(mask: Tensor | None, name: str, dtype: torch.dtype) -> Tensor | None:
+    """A torch-convention mask as scores to add: boolean True = may not attend (→ −inf), or float (added as
+    it is), as ``torch.nn.MultiheadAttention`` reads ``key_padding_mask`` and ``attn_mask``."""
+    if mask is None:
+        return None
+    if mask.dtype == torch.bool:
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise TypeError(f"{name} must be boolean (True = may not attend) or floating point (added to the "
+                        f"scores), as in torch.nn.MultiheadAttention; got dtype {mask.dtype}")
+    return mask.to(dtype)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 projection: str | float | Projection | nn.Module = "softmax",
+                                 return_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """``torch.nn.functional.scaled_dot_product_attention`` with any projection: how to put sparsemax, entmax
+    or a learned α into a Transformer.
+
+    The arguments mean what torch's mean: ``attn_mask`` is boolean with True = *may* attend (torch's
+    convention for this function, the opposite of ``nn.MultiheadAttention``'s) or float (added to the
+    scores); ``is_causal`` applies the causal mask (and cannot be combined with ``attn_mask``); ``scale``
+    defaults to ``1/√E``; dropout with ``dropout_p`` is applied to the weights, as torch does, whenever it
+    is > 0. With ``projection="softmax"`` the output equals torch's, except that a query whose every key is
+    masked gets zero weights and a zero output, not NaN.
+
+    Args:
+        query: ``(..., tgt_len, E)``.
+        key: ``(..., src_len, E)``.
+        value: ``(..., src_len, E_v)``.
+        projection: a name of :data:`~sparse_tutorial.projections.PROJECTIONS` (``"softmax"``,
+            ``"sparsemax"``, ``"entmax15"`` ...), a number α ≥ 1 (α-entmax), a function ``fn(scores, dim)`` or
+            a module projecting the last dimension (e.g. a learnable ``AlphaEntmax``).
+        return_weights: also return the weights (before dropout), ``(..., tgt_len, src_len)``.
+
+    Returns:
+        ``(..., tgt_len, E_v)``, and the weights with ``return_weights``.
+    """
+    if is_causal and attn_mask is not None:
+        raise ValueError("pass either attn_mask or is_causal, not both (as torch's scaled_dot_product_attention)")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    tgt_len, src_len = query.shape[-2], key.shape[-2]
+    scores = query @ key.transpose(-2, -1) * (scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
+    if is_causal:
+        attn_mask = torch.ones(tgt_len, src_len, dtype=torch.bool, device=query.device).tril()
+    if attn_mask is not None:
+        scores = (scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
+                  else scores + attn_mask.to(scores.dtype))
+    if isinstance(projection, (int, float)) and not isinstance(projection, bool):
+        projection = functools.partial(alpha_entmax, alpha=float(projection))
+    weights = _project(_resolve_projection(projection, {}), scores)
+    dropped = nn.functional.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    output = dropped @ value
+    return (output, weights) if return_weights else output
+
+
 class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention (Vaswani et al. 2017) with any projection.
+    """Multi-head scaled dot-product attention (Vaswani et al. 2017) with any projection, a drop-in for
+    ``torch.nn.MultiheadAttention``.
 
-        head_h = projection(Q W_h^Q (K W_h^K)ᵀ / √d) V W_h^V,   output = [head_1; …; head_H] W^O
+        head_r = projection(Q W_r^Q (K W_r^K)ᵀ / √d_k) V W_r^V,   output = [head_1; …; head_{n_h}] W^O
 
-    With ``projection="softmax"`` it computes exactly what ``torch.nn.MultiheadAttention(batch_first=True)``
-    computes; :meth:`from_torch` copies the weights of one. Unlike it, fully masked rows give zero weights
-    (not NaN), masks are True = keep, and the returned weights are per head and taken before dropout.
+    Its arguments mean what torch's mean: ``batch_first`` (default False: ``(len, batch, embed_dim)``),
+    ``key_padding_mask`` and ``attn_mask`` (boolean True = may *not* attend, or float masks added to the
+    scores), ``need_weights``, ``average_attn_weights`` (default True: the weights averaged over the heads)
+    and ``is_causal`` (a hint that ``attn_mask`` is the causal mask, which must then be given). With
+    ``projection="softmax"`` it computes what ``torch.nn.MultiheadAttention`` computes (:meth:`from_torch`
+    copies the weights of one), except that a row whose every key is masked gets zero weights, not NaN.
+    The weights are returned before dropout.
 
     Args:
         embed_dim: model size; must be divisible by ``num_heads``.
-        num_heads: number of heads H; each has size ``d = embed_dim // num_heads``.
-        projection: as for :class:`Attention`.
-        **projection_kwargs: as for :class:`Attention`.
+        num_heads: number of heads ``n_h``; each has size ``d_k = embed_dim // num_heads``.
+        projection: as for :class:`Attention`; e.g. ``AlphaEntmax(1.5, learnable=True,
+            alpha_shape=(num_heads, 1, 1))`` learns one α per head (Correia et al. 2019).
         dropout: dropout probability on the attention weights (training only).
         bias: whether the four linear maps have biases.
+        batch_first: inputs and output are ``(batch, len, embed_dim)`` rather than ``(len, batch, embed_dim)``.
+        **projection_kwargs: as for :class:`Attention`.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, projection: str | Projection = "softmax",
-                 dropout: float = 0.0, bias: bool = True,
+    def __init__(self, embed_dim: int, num_heads: int, projection: str | Projection | nn.Module = "softmax",
+                 dropout: float = 0.0, bias: bool = True, batch_first: bool = False,
                  **projection_kwargs: float | bool | torch.Generator) -> None:
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
-        self.embed_dim = embed_dim
-        self.num_heads = num_heads
+        self.embed_dim, self.num_heads, self.batch_first = embed_dim, num_heads, batch_first
         self.head_dim = embed_dim // num_heads
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -238,9 +317,9 @@ class MultiHeadAttention(nn.Module):
         self.projection = _resolve_projection(projection, projection_kwargs)
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention, projection: str | Projection = "softmax",
+    def from_torch(cls, module: nn.MultiheadAttention, projection: str | Projection | nn.Module = "softmax",
                    **projection_kwargs: float | bool | torch.Generator) -> MultiHeadAttention:
-        """A :class:`MultiHeadAttention` with the weights (copied) of ``module``.
+        """A :class:`MultiHeadAttention` with the weights (copied) and the ``batch_first`` of ``module``.
 
         Supports the standard configuration: equal query/key/value sizes, no ``add_bias_kv``, no
         ``add_zero_attn``.
@@ -249,7 +328,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError("module must use kdim = vdim = embed_dim, add_bias_kv=False, add_zero_attn=False")
         has_bias = module.in_proj_bias is not None
         copy = cls(module.embed_dim, module.num_heads, projection, dropout=module.dropout, bias=has_bias,
-                   **projection_kwargs)
+                   batch_first=module.batch_first, **projection_kwargs)
         with torch.no_grad():
             for proj, weight in zip((copy.q_proj, copy.k_proj, copy.v_proj), module.in_proj_weight.chunk(3)):
                 proj.weight.copy_(weight)
@@ -266,44 +345,69 @@ class MultiHeadAttention(nn.Module):
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor | None = None,
-                key_padding_mask: Tensor | None = None, attn_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Attend from every target position over every source position.
+                key_padding_mask: Tensor | None = None, need_weights: bool = True, attn_mask: Tensor | None = None,
+                average_attn_weights: bool = True, is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attend from every target position over every source position, as ``torch.nn.MultiheadAttention``.
 
         Args:
-            query: ``(batch, tgt_len, embed_dim)``.
-            key: ``(batch, src_len, embed_dim)``.
-            value: ``(batch, src_len, embed_dim)``; defaults to ``key``.
-            key_padding_mask: ``(batch, src_len)`` bool, True = keep (a real source token).
-            attn_mask: ``(tgt_len, src_len)`` bool, True = may attend (e.g. a causal lower triangle).
+            query: ``(tgt_len, batch, embed_dim)``, or ``(batch, tgt_len, embed_dim)`` with ``batch_first``.
+            key: ``(src_len, batch, embed_dim)``, or ``(batch, src_len, embed_dim)`` with ``batch_first``.
+            value: the shape of ``key``; defaults to ``key``.
+            key_padding_mask: ``(batch, src_len)``, boolean True = padding (may not be attended to), or float
+                (added to the scores).
+            need_weights: also return the attention weights.
+            attn_mask: ``(tgt_len, src_len)`` or ``(batch * num_heads, tgt_len, src_len)``, boolean True = may
+                not attend (e.g. ``torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)`` is causal), or
+                float (added to the scores).
+            average_attn_weights: return the weights averaged over the heads rather than per head.
+            is_causal: a hint that ``attn_mask`` is the causal mask (it must be given, as in torch).
 
         Returns:
-            ``output: (batch, tgt_len, embed_dim)`` and ``weights: (batch, heads, tgt_len, src_len)``.
+            ``output`` (the layout of ``query``) and, with ``need_weights``, the weights before dropout,
+            ``(batch, tgt_len, src_len)`` averaged over the heads or ``(batch, num_heads, tgt_len, src_len)``.
         """
+        if is_causal and attn_mask is None:
+            raise ValueError("is_causal is a hint that attn_mask is the causal mask (as in "
+                             "torch.nn.MultiheadAttention): pass the mask as attn_mask too")
+        value = key if value is None else value
+        if not self.batch_first:
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
         check_shape(query, "query", batch=None, tgt_len=None, embed_dim=self.embed_dim)
         batch, tgt_len, _ = query.shape
         check_shape(key, "key", batch=batch, src_len=None, embed_dim=self.embed_dim)
         src_len = key.shape[1]
-        value = key if value is None else value
         check_shape(value, "value", batch=batch, src_len=src_len, embed_dim=self.embed_dim)
-        if key_padding_mask is not None:
-            check_mask(key_padding_mask, "key_padding_mask", batch=batch, src_len=src_len)
-            key, value = _zero_masked(key, key_padding_mask), _zero_masked(value, key_padding_mask)
-        q = self._split_heads(self.q_proj(query))
-        k = self._split_heads(self.k_proj(key))
-        v = self._split_heads(self.v_proj(value))
+        padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
+        if padding is not None:
+            check_shape(padding, "key_padding_mask", batch=batch, src_len=src_len)
+            keep = padding != float("-inf")
+            key, value = _zero_masked(key, keep), _zero_masked(value, keep)
+        q, k, v = (self._split_heads(proj(x)) for proj, x in ((self.q_proj, query), (self.k_proj, key),
+                                                                (self.v_proj, value)))
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, tgt_len, src_len)
-        if key_padding_mask is not None:
-            scores = scores.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
-        if attn_mask is not None:
-            check_mask(attn_mask, "attn_mask", tgt_len=tgt_len, src_len=src_len)
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        weights = self.projection(scores, dim=-1)
+        if padding is not None:
+            scores = scores + padding[:, None, None, :]
+        added = _additive_mask(attn_mask, "attn_mask", query.dtype)
+        if added is not None:
+            if added.dim() == 3:
+                check_shape(added, "attn_mask", batch_x_heads=batch * self.num_heads, tgt_len=tgt_len,
+                            src_len=src_len)
+                added = added.view(batch, self.num_heads, tgt_len, src_len)
+            else:
+                check_shape(added, "attn_mask", tgt_len=tgt_len, src_len=src_len)
+            scores = scores + added
+        weights = _project(self.projection, scores)
         heads = self.dropout(weights) @ v
         output = self.out_proj(heads.transpose(1, 2).reshape(batch, tgt_len, self.embed_dim))
-        return output, weights
+        if not self.batch_first:
+            output = output.transpose(0, 1)
+        if not need_weights:
+            return output, None
+        return output, weights.mean(1) if average_attn_weights else weights
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, projection={self.projection_name!r}"
+        return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, projection={self.projection_name!r}, "
+                f"batch_first={self.batch_first}")
 
 
 class ContextAttention(nn.Module):
@@ -335,7 +439,7 @@ class ContextAttention(nn.Module):
         scores = torch.tanh(self.hidden(inputs)) @ self.context_vector
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        weights = self.projection(scores, dim=-1)
+        weights = _project(self.projection, scores)
         return (weights.unsqueeze(-2) @ inputs).squeeze(-2), weights
 
 
@@ -425,5 +529,5 @@ class PointerAttention(nn.Module):
         scores = self.score(query, keys)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        return self.projection(scores, dim=-1), scores
+        return _project(self.projection, scores), scores
 

@@ -19,9 +19,11 @@ labels, the paper's multi-label target); the loss is per example, ``(batch,)``.
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
+from sparse_tutorial.alpha_entmax import _check_alpha_number, entmax_bisect
+from sparse_tutorial.projections import entmax15
 from sparse_tutorial.sparsemax_eager import _sparsemax_2d
 
 
@@ -82,16 +84,10 @@ class SparsemaxLossFunction(torch.autograd.Function):
         return grad * (p - q), grad * (q - z)
 
 
-def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
-    """The sparsemax loss of Martins & Astudillo (2016, eq. 17), one value per example.
-
-    Args:
-        scores: ``(batch, num_classes)`` finite scores (logits).
-        target: class indices ``(batch,)``, a distribution ``(batch, num_classes)``, or a boolean
-            multi-label matrix ``(batch, num_classes)`` (made uniform over the gold labels).
-    Returns:
-        ``(batch,)``, ≥ 0, zero iff ``sparsemax(scores)`` equals the target distribution.
-    """
+def _shifted_scores(scores: Tensor, loss: str) -> Tensor:
+    """``scores: (batch, num_classes)`` checked, in the compute dtype, minus each row's maximum: every loss
+    here is invariant to that shift (``Σ (p − q) = 0``), which keeps huge scores finite (the clamp catches
+    the overflow of a difference such as −3e38 − 3e38)."""
     check_floating(scores, "scores")
     if scores.dim() != 2:
         raise ValueError(f"scores must have shape (batch, num_classes), got shape {tuple(scores.shape)}")
@@ -100,12 +96,131 @@ def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
     row_max = z.detach().amax(1, keepdim=True)
     check_row_max(row_max, "scores")
     if not torch.isfinite(z).all():
-        raise ValueError("scores must be finite for the sparsemax loss (no -inf masking)")
-    q = _target_distribution(target, z)
-    # L is invariant to shifting z (Σ (p − q) = 0), so shift by the max to keep huge scores finite; the
-    # clamp catches the overflow of a difference such as −3e38 − 3e38.
-    shifted = (z - row_max).clamp_min(-torch.finfo(z.dtype).max)
-    return SparsemaxLossFunction.apply(shifted, q).to(scores.dtype)
+        raise ValueError(f"scores must be finite for the {loss} loss (no -inf masking)")
+    return (z - row_max).clamp_min(-torch.finfo(z.dtype).max)
+
+
+def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
+    """The sparsemax loss of Martins & Astudillo (2016, eq. 17), one value per example (as the ``entmax``
+    package's ``sparsemax_loss``, which takes class indices; a distribution or label set is also taken here).
+
+    Args:
+        scores: ``(batch, num_classes)`` finite scores (logits).
+        target: class indices ``(batch,)``, a distribution ``(batch, num_classes)``, or a boolean
+            multi-label matrix ``(batch, num_classes)`` (made uniform over the gold labels).
+    Returns:
+        ``(batch,)``, ≥ 0, zero iff ``sparsemax(scores)`` equals the target distribution.
+    """
+    shifted = _shifted_scores(scores, "sparsemax")
+    return SparsemaxLossFunction.apply(shifted, _target_distribution(target, shifted)).to(scores.dtype)
+
+
+def _tsallis_entropy(p: Tensor, alpha: float) -> Tensor:
+    """Tsallis α-entropy of each row of ``p: (batch, n)``, ``(1 − Σ p^α) / (α(α − 1))``; Shannon's at α = 1."""
+    if alpha == 1:
+        return torch.special.entr(p).sum(1)
+    return (1 - p.pow(alpha).sum(1)) / (alpha * (alpha - 1))
+
+
+class FenchelYoungLossFunction(torch.autograd.Function):
+    """The Fenchel-Young loss of α-entmax (Blondel et al. 2020), ``L(z; q) = (p − q)·z + H_α(p) − H_α(q)``
+    with ``p = α-entmax(z)`` and ``H_α`` the Tsallis entropy; ``∂L/∂z = p − q`` (the target gets no gradient)."""
+
+    @staticmethod
+    def forward(ctx, z: Tensor, q: Tensor, weights: Tensor, alpha: float) -> Tensor:  # noqa: D102
+        loss = ((weights - q) * z).sum(1) + _tsallis_entropy(weights, alpha) - _tsallis_entropy(q, alpha)
+        ctx.save_for_backward(weights - q)
+        return loss.clamp_min_(0.0)
+
+    @staticmethod
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, None, None, None]:  # noqa: D102
+        (difference,) = ctx.saved_tensors
+        return grad_output.unsqueeze(1) * difference, None, None, None
+
+
+def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_iter: int = 50) -> Tensor:
+    """The α-entmax loss, one value per example (the ``entmax`` package's ``entmax_bisect_loss``): convex,
+    ≥ 0, zero iff ``α-entmax(scores)`` equals the target distribution, gradient ``α-entmax(scores) − q``.
+    α = 2 is :func:`sparsemax_loss`, α = 1 the cross-entropy of softmax.
+
+    Args:
+        scores: ``(batch, num_classes)`` finite scores (logits).
+        target: as for :func:`sparsemax_loss`.
+        alpha: a number ≥ 1.
+        n_iter: bisection steps of :func:`~sparse_tutorial.alpha_entmax.entmax_bisect`.
+    Returns:
+        ``(batch,)``.
+    """
+    _check_alpha_number(alpha)
+    if alpha == 2:
+        return sparsemax_loss(scores, target)
+    shifted = _shifted_scores(scores, f"{alpha}-entmax")
+    q = _target_distribution(target, shifted)
+    weights = entmax_bisect(shifted.detach(), alpha, n_iter=n_iter)
+    return FenchelYoungLossFunction.apply(shifted, q, weights, float(alpha)).to(scores.dtype)
+
+
+def entmax15_loss(scores: Tensor, target: Tensor) -> Tensor:
+    """The 1.5-entmax loss (the ``entmax`` package's ``entmax15_loss``), with the exact 1.5-entmax."""
+    shifted = _shifted_scores(scores, "1.5-entmax")
+    q = _target_distribution(target, shifted)
+    return FenchelYoungLossFunction.apply(shifted, q, entmax15(shifted.detach()), 1.5).to(scores.dtype)
+
+
+class _ReducedLoss(nn.Module):
+    """A per-example loss with torch's ``reduction`` and ``ignore_index``.
+
+    ``reduction``: ``"mean"`` over the examples whose target is not ignored (0 when all are, where torch
+    gives NaN; ``"elementwise_mean"``, the ``entmax`` package's name, is accepted), ``"sum"`` or ``"none"``
+    (``(batch,)``, 0 at ignored examples). ``ignore_index`` applies to class-index targets.
+    """
+
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__()
+        if reduction not in ("mean", "sum", "none", "elementwise_mean"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        self.ignore_index, self.reduction = ignore_index, "mean" if reduction == "elementwise_mean" else reduction
+
+    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002 - torch's argument name
+        indices = target.dim() == 1 and not target.is_floating_point() and target.dtype != torch.bool
+        ignored = target == self.ignore_index if indices else torch.zeros(len(target), dtype=torch.bool,
+                                                                          device=target.device)
+        losses = self.per_example(input, target.masked_fill(ignored, 0) if indices else target)
+        losses = losses.masked_fill(ignored, 0.0)
+        if self.reduction == "none":
+            return losses
+        total = losses.sum()
+        return total if self.reduction == "sum" else total / (~ignored).sum().clamp_min(1)
+
+
+class SparsemaxLoss(_ReducedLoss):
+    """:func:`sparsemax_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.SparsemaxLoss``)."""
+
+    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
+        return sparsemax_loss(scores, target)
+
+
+class Entmax15Loss(_ReducedLoss):
+    """:func:`entmax15_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.Entmax15Loss``)."""
+
+    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
+        return entmax15_loss(scores, target)
+
+
+class EntmaxBisectLoss(_ReducedLoss):
+    """:func:`entmax_bisect_loss` as a module (``entmax.EntmaxBisectLoss(alpha, n_iter, ignore_index,
+    reduction)``)."""
+
+    def __init__(self, alpha: float = 1.5, n_iter: int = 50, ignore_index: int = -100,
+                 reduction: str = "mean") -> None:
+        super().__init__(ignore_index, reduction)
+        self.alpha, self.n_iter = alpha, n_iter
+
+    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
+        return entmax_bisect_loss(scores, target, self.alpha, self.n_iter)
 
 
 def binary_sparsemax_loss(margin: Tensor) -> Tensor:

@@ -258,12 +258,18 @@ class Entmax15(nn.Module):
 PROJECTIONS: dict[str, Projection] = {
     "softmax": softmax,
     "sparsemax": sparsemax,
-    "sparsegen": sparsegen_lin,
     "entmax15": entmax15,
+    "sparsegen_lin": sparsegen_lin,
+    "softmax_with_temperature": softmax_with_temperature,
+    "gumbel_softmax": gumbel_softmax,
+    "sparsegen": sparsegen_lin,
     "temperature": softmax_with_temperature,
     "gumbel": gumbel_softmax,
 }
-"""Name → projection function; the keyword arguments each accepts are those of its signature."""
+"""Name → projection function; the keyword arguments each accepts are those of its signature. Every
+function is found by its own name; ``"sparsegen"``, ``"temperature"`` and ``"gumbel"`` are the short names
+that stored run keys and chapters use. :mod:`sparse_tutorial.alpha_entmax` adds ``"alpha_entmax"`` (and
+the ``entmax`` package's ``"entmax_bisect"``)."""
 
 _KWARG_CHECKS: dict[str, Callable[[object], None]] = {
     "temperature": lambda value: check_positive(value, "temperature"),

@@ -389,7 +389,8 @@ def test_multi_head_equals_torch_multihead_attention(bias, masks):
         query, key, value, key_padding_mask=~keep, need_weights=True, average_attn_weights=False,
         attn_mask=None if attn_keep is None else ~attn_keep,
     )
-    output, weights = ours(query, key, value, key_padding_mask=keep, attn_mask=attn_keep)
+    output, weights = ours(query, key, value, key_padding_mask=~keep, average_attn_weights=False,
+                           attn_mask=None if attn_keep is None else ~attn_keep)
     assert weights.shape == (batch, heads, tgt_len, src_len)
     torch.testing.assert_close(output, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(weights, expected_weights, atol=1e-5, rtol=1e-5)
@@ -398,10 +399,10 @@ def test_multi_head_equals_torch_multihead_attention(bias, masks):
 @pytest.mark.parametrize(("projection", "kwargs"), PROJECTIONS, ids=PROJECTION_IDS)
 def test_multi_head_with_any_projection(projection, kwargs):
     torch.manual_seed(0)
-    attention = MultiHeadAttention(8, 2, projection=projection, dropout=0.1, **kwargs)
+    attention = MultiHeadAttention(8, 2, projection=projection, dropout=0.1, batch_first=True, **kwargs)
     query = torch.randn(3, 4, 8, requires_grad=True)
     keep = torch.arange(5) < torch.tensor([[5], [2], [0]])
-    output, weights = attention(query, torch.randn(3, 5, 8), key_padding_mask=keep)
+    output, weights = attention(query, torch.randn(3, 5, 8), key_padding_mask=~keep, average_attn_weights=False)
     assert torch.isfinite(output).all()
     assert (weights[~keep[:, None, None, :].expand_as(weights)] == 0).all()
     torch.testing.assert_close(weights[:2].sum(-1), torch.ones(2, 2, 4), atol=1e-5, rtol=0)
@@ -413,7 +414,7 @@ def test_multi_head_with_any_projection(projection, kwargs):
 def test_multi_head_errors():
     with pytest.raises(ValueError, match="divisible by num_heads"):
         MultiHeadAttention(10, 3)
-    attention = MultiHeadAttention(8, 2)
+    attention = MultiHeadAttention(8, 2, batch_first=True)
     with pytest.raises(ValueError, match=r"key must have shape \(batch, src_len, embed_dim\) = \(2, \?, 8\)"):
         attention(torch.randn(2, 3, 8), torch.randn(2, 5, 6))
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, src_len\) = \(2, 5\)"):

@@ -51,9 +51,9 @@ def test_attention_ignores_nan_in_masked_keys_and_values(score, projection):
 
 def test_multi_head_attention_ignores_nan_in_padded_keys_and_values():
     torch.manual_seed(0)
-    attention = MultiHeadAttention(DIM, num_heads=2)
+    attention = MultiHeadAttention(DIM, num_heads=2, batch_first=True)
     query = torch.randn(BATCH, 3, DIM)
-    check_same_and_finite_gradients(attention, lambda keys: attention(query, keys, keys, key_padding_mask=MASK))
+    check_same_and_finite_gradients(attention, lambda keys: attention(query, keys, keys, key_padding_mask=~MASK))
 
 
 def test_context_local_and_pointer_attention_ignore_nan_padding():

@@ -330,7 +330,10 @@ def test_check_floating_names_the_empty_dimension():
 
 
 def test_registry_and_get_projection():
-    assert set(PROJECTIONS) == {"softmax", "sparsemax", "sparsegen", "entmax15", "temperature", "gumbel"}
+    assert set(PROJECTIONS) == {"softmax", "sparsemax", "sparsegen", "entmax15", "temperature", "gumbel",
+                                "sparsegen_lin", "softmax_with_temperature", "gumbel_softmax", "alpha_entmax",
+                                "entmax_bisect"}
+    assert all(PROJECTIONS[function.__name__] is function for function in PROJECTIONS.values())
     scores = torch.randn(3, 5, generator=torch.Generator().manual_seed(21))
     assert torch.equal(get_projection("sparsemax")(scores, dim=-1), sparsemax(scores))
     assert torch.equal(get_projection("sparsegen", lam=0.5)(scores), sparsegen_lin(scores, lam=0.5))
