@@ -475,26 +475,25 @@ class HierarchicalAttention(nn.Module):
         self.sentence_attention = ContextAttention(sentence_dim or input_dim, attention_dim, projection,
                                                    **projection_kwargs)
 
-    def attend_words(self, word_annotations: Tensor, word_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``word_annotations: (batch, n_sents, n_words, input_dim)``, ``word_mask: (batch, n_sents,
+    def attend_words(self, word_annotations: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``word_annotations: (batch, n_sents, n_words, input_dim)``, ``mask: (batch, n_sents,
         n_words)`` -> ``(sentences: (batch, n_sents, input_dim), word_weights: (batch, n_sents, n_words))``."""
         check_shape(word_annotations, "word_annotations", batch=None, n_sents=None, n_words=None,
                      input_dim=self.word_attention.input_dim)
-        return self.word_attention(word_annotations, word_mask)
+        return self.word_attention(word_annotations, mask)
 
-    def attend_sentences(self, sentence_annotations: Tensor,
-                         sentence_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``sentence_annotations: (batch, n_sents, sentence_dim)``, ``sentence_mask: (batch, n_sents)`` ->
+    def attend_sentences(self, sentence_annotations: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``sentence_annotations: (batch, n_sents, sentence_dim)``, ``mask: (batch, n_sents)`` ->
         ``(document: (batch, sentence_dim), sentence_weights: (batch, n_sents))``."""
         check_shape(sentence_annotations, "sentence_annotations", batch=None, n_sents=None,
                      sentence_dim=self.sentence_attention.input_dim)
-        return self.sentence_attention(sentence_annotations, sentence_mask)
+        return self.sentence_attention(sentence_annotations, mask)
 
-    def forward(self, word_annotations: Tensor, word_mask: Tensor | None = None) -> HierarchicalAttentionOutput:
-        """``word_annotations: (batch, n_sents, n_words, input_dim)``, ``word_mask: (batch, n_sents,
+    def forward(self, word_annotations: Tensor, mask: Tensor | None = None) -> HierarchicalAttentionOutput:
+        """``word_annotations: (batch, n_sents, n_words, input_dim)``, ``mask: (batch, n_sents,
         n_words)`` bool True = real word; a sentence is real iff it has a real word."""
-        sentences, word_weights = self.attend_words(word_annotations, word_mask)
-        sentence_mask = None if word_mask is None else word_mask.any(dim=-1)
+        sentences, word_weights = self.attend_words(word_annotations, mask)
+        sentence_mask = None if mask is None else mask.any(dim=-1)
         document, sentence_weights = self.attend_sentences(sentences, sentence_mask)
         return HierarchicalAttentionOutput(document, word_weights, sentence_weights)
 

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from sparse_tutorial._validation import check_attention_weights, check_mask, check_shape
+from sparse_tutorial.regularizers import REDUCTIONS, reduce_per_token
 
 
 def accumulate_coverage(weights: Tensor) -> Tensor:
@@ -72,12 +73,13 @@ def coverage_loss(weights: Tensor, coverage: Tensor | None = None, target_mask: 
         coverage: ``(batch, tgt_len, src_len)`` coverage before every step; by default
             :func:`accumulate_coverage` of ``weights``.
         target_mask: ``(batch, tgt_len)`` bool, True = real target token; padded steps do not count.
-        reduction: ``"mean"`` — average over real target tokens (a scalar, 0 if there are none) — or
-            ``"none"`` — the per-step values ``(batch, tgt_len)``, zero on padded steps.
+        reduction: as for the penalties (:func:`~sparse_tutorial.regularizers.reduce_per_token`): ``"mean"``
+            over the real target tokens (0 if there are none), ``"sum"``, or ``"none"``, the per-step values
+            ``(batch, tgt_len)``, zero on padded steps.
     """
     check_attention_weights(weights)
-    if reduction not in ("mean", "none"):
-        raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if coverage is None:
         coverage = accumulate_coverage(weights)
     elif coverage.shape != weights.shape:
@@ -85,14 +87,7 @@ def coverage_loss(weights: Tensor, coverage: Tensor | None = None, target_mask: 
             f"coverage must have the shape of weights (batch, tgt_len, src_len) = {tuple(weights.shape)}, "
             f"got {tuple(coverage.shape)}"
         )
-    per_step = torch.minimum(weights, coverage).sum(dim=-1)
-    if target_mask is None:
-        target_mask = torch.ones(per_step.shape, dtype=torch.bool, device=per_step.device)
-    check_mask(target_mask, "target_mask", *per_step.shape)
-    per_step = per_step.masked_fill(~target_mask, 0.0)
-    if reduction == "none":
-        return per_step
-    return per_step.sum() / target_mask.sum().clamp_min(1)
+    return reduce_per_token(torch.minimum(weights, coverage).sum(dim=-1), target_mask, reduction)
 
 
 class NeuralCoverage(nn.Module):

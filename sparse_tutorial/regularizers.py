@@ -12,8 +12,9 @@ Per-slice values, along ``dim`` of ``weights: (..., src_len, ...)``:
 * :func:`entropy` — ``−Σ α_j log α_j`` with ``0 log 0 = 0``; gradient ``−(log α_j + 1)`` where ``α_j > 0``
   and 0 where ``α_j = 0`` (exact zeros from sparsemax), never NaN or inf.
 
-Penalties to ADD to a loss that is minimised, averaged over real target tokens, with
-``weights: (batch, tgt_len, src_len)`` and ``target_mask: (batch, tgt_len)`` (True = real token):
+Penalties to ADD to a loss that is minimised, averaged over real target tokens (torch's ``reduction``
+chooses: :func:`reduce_per_token`), with ``weights: (batch, tgt_len, src_len)`` and ``target_mask: (batch,
+tgt_len)`` (True = real token):
 ``entropy_penalty`` (mean entropy), ``linf_penalty`` (−mean max α: maximising the peak) and ``l1_penalty``
 (mean ‖α‖₁, constant 1 on the simplex). ``PENALTIES`` maps their names to them.
 """
@@ -73,35 +74,50 @@ def entropy(weights: Tensor, dim: int = -1) -> Tensor:
     return -torch.where(positive, weights * safe.log(), 0.0).sum(dim)
 
 
-def _per_token_mean(per_token: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """Mean of ``per_token: (batch, tgt_len)`` over the real target tokens, ``target_mask: (batch, tgt_len)``
-    (True = real; None = every token counts); 0 when there is none."""
+REDUCTIONS = ("mean", "sum", "none")
+"""torch's ``reduction`` values, which every per-token quantity of the library takes."""
+
+
+def reduce_per_token(per_token: Tensor, target_mask: Optional[Tensor] = None, reduction: str = "mean") -> Tensor:
+    """``per_token: (batch, tgt_len)`` reduced over the real target tokens, the library's one convention for
+    per-token quantities (the penalties here, :func:`~sparse_tutorial.coverage.coverage_loss`).
+
+    Args:
+        target_mask: ``(batch, tgt_len)`` bool, True = a real target token; None = every token counts.
+        reduction: ``"mean"`` over the real tokens (0 if there are none), ``"sum"``, or ``"none"``: the
+            per-token values, 0 at padded tokens.
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if target_mask is None:
-        return per_token.mean()
+        return {"mean": per_token.mean, "sum": per_token.sum, "none": lambda: per_token}[reduction]()
     check_mask(target_mask, "target_mask", *per_token.shape)
     kept = torch.where(target_mask, per_token, 0.0)
-    return kept.sum() / target_mask.sum().clamp_min(1)
+    if reduction == "none":
+        return kept
+    return kept.sum() if reduction == "sum" else kept.sum() / target_mask.sum().clamp_min(1)
 
 
-def entropy_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """Minimum-entropy regularizer (eq. 15): the mean entropy of the attention per real target token, a
-    scalar; ``weights: (batch, tgt_len, src_len)``, ``target_mask: (batch, tgt_len)`` or None (all count)."""
+def entropy_penalty(weights: Tensor, target_mask: Optional[Tensor] = None, reduction: str = "mean") -> Tensor:
+    """Minimum-entropy regularizer (eq. 15): the entropy of the attention of each real target token, reduced
+    by :func:`reduce_per_token` (the mean by default); ``weights: (batch, tgt_len, src_len)``,
+    ``target_mask: (batch, tgt_len)`` or None (all count)."""
     check_attention_weights(weights)
-    return _per_token_mean(entropy(weights), target_mask)
+    return reduce_per_token(entropy(weights), target_mask, reduction)
 
 
-def linf_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """Maximum-L∞ regularizer (eq. 14): ``−mean max_j α_j`` per real target token, a scalar (minimising it
-    raises the peaks); shapes as for :func:`entropy_penalty`."""
+def linf_penalty(weights: Tensor, target_mask: Optional[Tensor] = None, reduction: str = "mean") -> Tensor:
+    """Maximum-L∞ regularizer (eq. 14): ``−max_j α_j`` of each real target token, reduced as for
+    :func:`entropy_penalty` (minimising it raises the peaks)."""
     check_attention_weights(weights)
-    return -_per_token_mean(linf_norm(weights), target_mask)
+    return -reduce_per_token(linf_norm(weights), target_mask, reduction)
 
 
-def l1_penalty(weights: Tensor, target_mask: Optional[Tensor] = None) -> Tensor:
-    """L1 regularizer (eq. 13): mean ``‖α‖₁`` per real target token, a scalar — 1 on the simplex, so it does
-    nothing; shapes as for :func:`entropy_penalty`."""
+def l1_penalty(weights: Tensor, target_mask: Optional[Tensor] = None, reduction: str = "mean") -> Tensor:
+    """L1 regularizer (eq. 13): ``‖α‖₁`` of each real target token, reduced as for :func:`entropy_penalty` —
+    1 on the simplex, so it does nothing."""
     check_attention_weights(weights)
-    return _per_token_mean(l1_norm(weights), target_mask)
+    return reduce_per_token(l1_norm(weights), target_mask, reduction)
 
 
 PENALTIES: dict[str, Callable[..., Tensor]] = {
@@ -109,4 +125,4 @@ PENALTIES: dict[str, Callable[..., Tensor]] = {
     "linf": linf_penalty,
     "l1": l1_penalty,
 }
-"""Name → penalty ``fn(weights, target_mask=None) -> scalar`` to add (times λ) to the training loss."""
+"""Name → penalty ``fn(weights, target_mask=None, reduction="mean")`` to add (times λ) to the training loss."""

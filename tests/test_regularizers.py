@@ -177,3 +177,25 @@ def test_property_linf_gradient_is_one_at_the_first_maximiser(values, projection
 def test_linf_norm_of_an_empty_dimension_names_weights():
     with pytest.raises(ValueError, match="weights has an empty dimension"):
         linf_norm(torch.zeros(3, 0))
+
+
+def test_penalties_and_coverage_loss_share_torch_reduction_over_real_target_tokens():
+    """Issue 31: one reduction convention for every per-token quantity: mean over the real target tokens,
+    sum, or the per-token values (0 at padding)."""
+    from sparse_tutorial.coverage import coverage_loss
+    from sparse_tutorial.regularizers import reduce_per_token
+
+    weights = torch.softmax(torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(8)), dim=-1)
+    target_mask = torch.tensor([[True, True, False], [True, False, False]])
+    for per_token, reduced in ((entropy(weights), lambda r: entropy_penalty(weights, target_mask, r)),
+                               (-linf_norm(weights), lambda r: linf_penalty(weights, target_mask, r)),
+                               (l1_norm(weights), lambda r: l1_penalty(weights, target_mask, r))):
+        kept = per_token.masked_fill(~target_mask, 0.0)
+        torch.testing.assert_close(reduced("none"), kept)
+        torch.testing.assert_close(reduced("sum"), kept.sum())
+        torch.testing.assert_close(reduced("mean"), kept.sum() / 3)
+    per_step = coverage_loss(weights, target_mask=target_mask, reduction="none")
+    torch.testing.assert_close(coverage_loss(weights, target_mask=target_mask, reduction="sum"), per_step.sum())
+    torch.testing.assert_close(reduce_per_token(per_step, target_mask), coverage_loss(weights, target_mask=target_mask))
+    with pytest.raises(ValueError, match=r"reduction must be one of \('mean', 'sum', 'none'\), got 'elementwise'"):
+        entropy_penalty(weights, reduction="elementwise")
