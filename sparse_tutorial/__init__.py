@@ -66,4 +66,4 @@ from sparse_tutorial.coverage import (
     update_coverage,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

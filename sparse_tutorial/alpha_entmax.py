@@ -259,7 +259,7 @@ class AlphaEntmax(nn.Module):
 
 
 # ------------------------------------------------------------------------- the entmax package's names
-def entmax_bisect(X: Tensor, alpha: Alpha = 1.5, dim: int = -1, n_iter: int = 50,
+def entmax_bisect(X: Tensor, alpha: float | Tensor = 1.5, dim: int = -1, n_iter: int = 50,
                   ensure_sum_one: bool = True) -> Tensor:
     """The ``entmax`` package's ``entmax_bisect``: :func:`alpha_entmax` with its signature and defaults
     (50 bisection steps; with ``ensure_sum_one`` each slice is divided by its sum at the end)."""
@@ -273,7 +273,7 @@ class EntmaxBisect(nn.Module):
     """The ``entmax`` package's ``EntmaxBisect(alpha, dim, n_iter)``: :func:`entmax_bisect` as a module
     (:class:`AlphaEntmax` learns α)."""
 
-    def __init__(self, alpha: Alpha = 1.5, dim: int = -1, n_iter: int = 50) -> None:
+    def __init__(self, alpha: float | Tensor = 1.5, dim: int = -1, n_iter: int = 50) -> None:
         super().__init__()
         self.alpha, self.dim, self.n_iter = alpha, dim, n_iter
 

@@ -167,7 +167,7 @@ def entmax15_loss(scores: Tensor, target: Tensor) -> Tensor:
     return FenchelYoungLossFunction.apply(shifted, q, entmax15(shifted.detach()), 1.5).to(scores.dtype)
 
 
-class _ReducedLoss(nn.Module):
+class ReducedLoss(nn.Module):
     """A per-example loss with torch's ``reduction`` and ``ignore_index``.
 
     ``reduction``: ``"mean"`` over the examples whose target is not ignored (0 when all are, where torch
@@ -196,21 +196,21 @@ class _ReducedLoss(nn.Module):
         return total if self.reduction == "sum" else total / (~ignored).sum().clamp_min(1)
 
 
-class SparsemaxLoss(_ReducedLoss):
+class SparsemaxLoss(ReducedLoss):
     """:func:`sparsemax_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.SparsemaxLoss``)."""
 
     def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
         return sparsemax_loss(scores, target)
 
 
-class Entmax15Loss(_ReducedLoss):
+class Entmax15Loss(ReducedLoss):
     """:func:`entmax15_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.Entmax15Loss``)."""
 
     def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
         return entmax15_loss(scores, target)
 
 
-class EntmaxBisectLoss(_ReducedLoss):
+class EntmaxBisectLoss(ReducedLoss):
     """:func:`entmax_bisect_loss` as a module (``entmax.EntmaxBisectLoss(alpha, n_iter, ignore_index,
     reduction)``)."""
 

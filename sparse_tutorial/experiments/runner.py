@@ -51,7 +51,7 @@ _LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "
 
 
 def available() -> list[str]:
-    """Names of the experiment modules in :mod:`sparse_tutorial.experiments`: the modules that define
+    """Names of the experiment modules in ``sparse_tutorial.experiments``: the modules that define
     ``grid`` and ``execute`` and ``assemble``, or ``run`` (the library's own modules -- the runner, the sweep,
     the records, the verdicts -- and an experiment's parts, ``nmt_data`` of ``nmt``, are not experiments)."""
     package = Path(__file__).parent
