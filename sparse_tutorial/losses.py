@@ -18,6 +18,9 @@ labels, the paper's multi-label target); the loss is per example, ``(batch,)``.
 """
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -138,6 +141,14 @@ class FenchelYoungLossFunction(torch.autograd.Function):
         return grad_output.unsqueeze(1) * difference, None, None, None
 
 
+def _fenchel_young_loss(scores: Tensor, target: Tensor, alpha: float, project: Callable[[Tensor], Tensor]) -> Tensor:
+    """:class:`FenchelYoungLossFunction` of ``scores`` (checked and shifted) and ``target``, with ``project``
+    computing α-entmax."""
+    shifted = _shifted_scores(scores, f"{alpha}-entmax")
+    q = _target_distribution(target, shifted)
+    return FenchelYoungLossFunction.apply(shifted, q, project(shifted.detach()), float(alpha)).to(scores.dtype)
+
+
 def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_iter: int = 50) -> Tensor:
     """The α-entmax loss, one value per example (the ``entmax`` package's ``entmax_bisect_loss``): convex,
     ≥ 0, zero iff ``α-entmax(scores)`` equals the target distribution, gradient ``α-entmax(scores) − q``.
@@ -154,35 +165,30 @@ def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_ite
     _check_alpha_number(alpha)
     if alpha == 2:
         return sparsemax_loss(scores, target)
-    shifted = _shifted_scores(scores, f"{alpha}-entmax")
-    q = _target_distribution(target, shifted)
-    weights = entmax_bisect(shifted.detach(), alpha, n_iter=n_iter)
-    return FenchelYoungLossFunction.apply(shifted, q, weights, float(alpha)).to(scores.dtype)
+    return _fenchel_young_loss(scores, target, alpha, lambda z: entmax_bisect(z, alpha, n_iter=n_iter))
 
 
 def entmax15_loss(scores: Tensor, target: Tensor) -> Tensor:
     """The 1.5-entmax loss (the ``entmax`` package's ``entmax15_loss``), with the exact 1.5-entmax."""
-    shifted = _shifted_scores(scores, "1.5-entmax")
-    q = _target_distribution(target, shifted)
-    return FenchelYoungLossFunction.apply(shifted, q, entmax15(shifted.detach()), 1.5).to(scores.dtype)
+    return _fenchel_young_loss(scores, target, 1.5, entmax15)
 
 
 class ReducedLoss(nn.Module):
-    """A per-example loss with torch's ``reduction`` and ``ignore_index``.
+    """A per-example loss ``per_example(scores, target) -> (batch,)`` with torch's ``reduction`` and
+    ``ignore_index``.
 
     ``reduction``: ``"mean"`` over the examples whose target is not ignored (0 when all are, where torch
     gives NaN; ``"elementwise_mean"``, the ``entmax`` package's name, is accepted), ``"sum"`` or ``"none"``
     (``(batch,)``, 0 at ignored examples). ``ignore_index`` applies to class-index targets.
     """
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+    def __init__(self, per_example: Callable[[Tensor, Tensor], Tensor], ignore_index: int = -100,
+                 reduction: str = "mean") -> None:
         super().__init__()
         if reduction not in ("mean", "sum", "none", "elementwise_mean"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        self.ignore_index, self.reduction = ignore_index, "mean" if reduction == "elementwise_mean" else reduction
-
-    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
-        raise NotImplementedError
+        self.per_example, self.ignore_index = per_example, ignore_index
+        self.reduction = "mean" if reduction == "elementwise_mean" else reduction
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002 - torch's argument name
         indices = target.dim() == 1 and not target.is_floating_point() and target.dtype != torch.bool
@@ -199,15 +205,15 @@ class ReducedLoss(nn.Module):
 class SparsemaxLoss(ReducedLoss):
     """:func:`sparsemax_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.SparsemaxLoss``)."""
 
-    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
-        return sparsemax_loss(scores, target)
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__(sparsemax_loss, ignore_index, reduction)
 
 
 class Entmax15Loss(ReducedLoss):
     """:func:`entmax15_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.Entmax15Loss``)."""
 
-    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
-        return entmax15_loss(scores, target)
+    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__(entmax15_loss, ignore_index, reduction)
 
 
 class EntmaxBisectLoss(ReducedLoss):
@@ -216,11 +222,8 @@ class EntmaxBisectLoss(ReducedLoss):
 
     def __init__(self, alpha: float = 1.5, n_iter: int = 50, ignore_index: int = -100,
                  reduction: str = "mean") -> None:
-        super().__init__(ignore_index, reduction)
+        super().__init__(functools.partial(entmax_bisect_loss, alpha=alpha, n_iter=n_iter), ignore_index, reduction)
         self.alpha, self.n_iter = alpha, n_iter
-
-    def per_example(self, scores: Tensor, target: Tensor) -> Tensor:
-        return entmax_bisect_loss(scores, target, self.alpha, self.n_iter)
 
 
 def binary_sparsemax_loss(margin: Tensor) -> Tensor:

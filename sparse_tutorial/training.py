@@ -388,12 +388,14 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
                 {k: v.detach() if isinstance(v, Tensor) else v for k, v in stats.items()},
                 time.perf_counter() - tic, _parameters_finite(parameters)))
             if len(pending) == READ_EVERY:
-                records += _read_steps(pending, model, epoch)
-                history.steps += records[-len(pending):]
+                read = _read_steps(pending, model, epoch)
+                records += read
+                history.steps += read
                 pending = []
-                bar.set_postfix(loss=f"{records[-1]['loss']:.3f}")
-        records += _read_steps(pending, model, epoch)
-        history.steps += records[len(records) - len(pending):]
+                bar.set_postfix(loss=f"{read[-1]['loss']:.3f}")
+        read = _read_steps(pending, model, epoch)
+        records += read
+        history.steps += read
         summary = {"epoch": epoch, **_mean_stats(records), "seconds": time.perf_counter() - epoch_start}
 
         improved = dev_fn is None
