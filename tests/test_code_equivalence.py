@@ -68,7 +68,11 @@ def git(repository: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def old_library(tmp_path_factory) -> Path:
     """A git repository holding a copy of this library, committed."""
-    repository = tmp_path_factory.mktemp("old")
+    return committed_copy(tmp_path_factory.mktemp("old"))
+
+
+def committed_copy(repository: Path) -> Path:
+    """``repository``, a new git repository holding a copy of this library, committed."""
     shutil.copytree(PACKAGE, repository / "sparse_tutorial",
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc", "stored_results"))
     git(repository, "init", "-q")
@@ -120,3 +124,16 @@ def test_every_committed_run_record_is_reusable_by_this_code(folder):
     assert not stale, (f"{folder.name}: records of code {stale} are not valid for this code ({identity['code']}); "
                        f"run `python -m sparse_tutorial.experiments.equivalence {name} --against COMMIT` with "
                        f"a commit of that code, or redo the runs")
+
+
+def test_the_same_source_fingerprinted_another_way_is_linked_without_a_probe(tmp_path):
+    """An old version whose fingerprint was computed differently (here: ``ast.dump``, which differs between
+    Python versions) but which runs the same source files: recorded as identical source, no probe run."""
+    old_library = committed_copy(tmp_path / "old")
+    other_scheme = commit_edit(old_library, "experiments/records.py", "    return _syntax(tree)\n",
+                               "    return ast.dump(tree)\n")
+    recorded = establish("explanation", other_scheme, directory=tmp_path / "results", repository=old_library)
+    assert recorded["basis"] == "identical source" and "probe_runs" not in recorded
+    assert recorded["codes"][1] == code_fingerprint("explanation") != recorded["codes"][0]
+    linked = equivalent_codes("explanation", code_fingerprint("explanation"), tmp_path / "results")
+    assert linked == [recorded["codes"][0]]

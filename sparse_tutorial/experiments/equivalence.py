@@ -15,6 +15,10 @@ every refactor. This module decides by measurement when two versions of the code
    ``code_equivalence.json`` in the results folder with the commits, the probe's digest, the machine and
    the command; different, nothing is written and the command names the runs whose results differ.
 
+Before probing, each version lists the files its fingerprint reads: when they are the same files with the
+same bytes (the fingerprint itself changed, say, or the Python that computed it), the two codes are one,
+and the pair is recorded with ``basis: "identical source"`` and no probe.
+
 A sweep then reuses a record whose code is linked to the current code by a chain of such pairs
 (:func:`equivalent_codes`). Both versions run on the same machine in one call, so the comparison does not
 depend on which CPU made the stored runs. The probe covers what a run executes at the shrunk sizes: every
@@ -24,8 +28,8 @@ redoing the runs).
 
     python -m sparse_tutorial.experiments.equivalence nmt --against 4b36150   # --profile medium (default)
 
-This file also runs as a script (``equivalence.py --probe ROOT NAME PROFILE``): the probe of the library
-found under ``ROOT``. It imports nothing of the library at the top for that reason.
+This file also runs as a script (``equivalence.py --probe ROOT NAME PROFILE``, ``--source``): the probe
+(the source listing) of the library found under ``ROOT``. It imports nothing of the library at the top for that reason.
 """
 from __future__ import annotations
 
@@ -108,13 +112,30 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     return {"fingerprint": fingerprint, "digests": digests}
 
 
-def _run_probe(root: Path, name: str, profile: str) -> dict[str, Any]:
-    """:func:`probe` in a fresh process (on the CPU, one thread)."""
+def source(root: Path, name: str) -> dict[str, Any]:
+    """The library under ``root``: its ``fingerprint`` of ``name`` and the SHA-256 (``source``) of the files that
+    fingerprint reads, their paths and bytes."""
+    sys.path.insert(0, str(root))
+    import importlib
+
+    records = importlib.import_module("sparse_tutorial.experiments.records")
+    if not Path(records.__file__).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the source listing of {root} imported {records.__file__}")
+    digest = hashlib.sha256()
+    for path in records.code_files(name):
+        digest.update(path.relative_to(root.resolve()).as_posix().encode())
+        digest.update(path.read_bytes())
+    return {"fingerprint": records.code_fingerprint(name), "source": digest.hexdigest()}
+
+
+def _in_process(mode: str, root: Path, name: str, profile: str) -> dict[str, Any]:
+    """:func:`probe` (``mode`` ``--probe``) or :func:`source` (``--source``) in a fresh process (on the CPU,
+    one thread)."""
     environment = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--probe", str(root), name, profile],
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, str(root), name, profile],
                           capture_output=True, text=True, env=environment, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"the probe of {root} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"the {mode[2:]} of {root} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -178,7 +199,8 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
               repository: Path | None = None) -> dict[str, Any]:
     """Probe the library at commit ``against`` of ``repository`` and the library this module belongs to (the
     two side by side); when every run's result is the same, record the pair in ``directory`` (the results
-    folder) and return it.
+    folder) and return it. When the two read the same source files, byte for byte, the pair is recorded
+    without a probe (``basis: "identical source"``).
 
     Raises:
         ValueError: an unknown experiment or profile, or a commit git does not know.
@@ -200,7 +222,20 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
         shutil.copytree(library / "sparse_tutorial", new_root / "sparse_tutorial",   # edits during the run
                         ignore=shutil.ignore_patterns("__pycache__"))                 # cannot reach the probe
         with ThreadPoolExecutor(2) as pool:
-            old, new = pool.map(lambda root: _run_probe(root, name, profile), (old_root, new_root))
+            old, new = pool.map(lambda root: _in_process("--source", root, name, profile), (old_root, new_root))
+            identical = old["source"] == new["source"]
+            if not identical:
+                old, new = pool.map(lambda root: _in_process("--probe", root, name, profile), (old_root, new_root))
+    if identical:
+        pair = {"experiment": name, "profile": profile, "codes": [old["fingerprint"], new["fingerprint"]],
+                "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")],
+                "basis": "identical source", "source_digest": new["source"], "python": platform.python_version(),
+                "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "command": f"python -m sparse_tutorial.experiments.equivalence {name} --against {against} "
+                           f"--profile {profile}"}
+        if old["fingerprint"] != new["fingerprint"]:
+            add(directory, pair)
+        return pair
     if old["digests"].keys() != new["digests"].keys():
         raise CodeDiffersError(f"the grids of {name} differ: runs only at {against}: "
                                f"{sorted(old['digests'].keys() - new['digests'].keys())}, only now: "
@@ -211,7 +246,7 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
                                f"results than at {against} (first: {differ[0]}); the stored runs of "
                                f"{old['fingerprint']} are not valid for {new['fingerprint']}")
     pair = {"experiment": name, "profile": profile, "codes": [old["fingerprint"], new["fingerprint"]],
-            "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")],
+            "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")], "basis": "probe",
             "probe_runs": len(old["digests"]), "probe_digest": _digest(old["digests"]),
             "machine": describe_cpu_backend(cpu_backend()), "python": platform.python_version(),
             "torch": __import__("torch").__version__,
@@ -241,14 +276,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"equivalence: {error}", file=sys.stderr)
         return 1
     old, new = pair["codes"]
-    print(f"{args.name}: the code of {args.against} ({old}) and this code ({new}) give the same results in all "
-          f"{pair['probe_runs']} probe runs" + ("; recorded" if old != new else " (the same fingerprint)"))
+    evidence = ("are the same source files" if pair["basis"] == "identical source"
+                else f"give the same results in all {pair['probe_runs']} probe runs")
+    print(f"{args.name}: the code of {args.against} ({old}) and this code ({new}) {evidence}"
+          + ("; recorded" if old != new else " (the same fingerprint)"))
     return 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--probe"]:
+    if sys.argv[1:2] in (["--probe"], ["--source"]):
         sys.path.pop(0)   # this file's folder: its modules must come from the probed library
-        print(json.dumps(probe(Path(sys.argv[2]), sys.argv[3], sys.argv[4])))
+        found = (probe if sys.argv[1] == "--probe" else lambda root, name, _: source(root, name))(
+            Path(sys.argv[2]), sys.argv[3], sys.argv[4])
+        print(json.dumps(found))
     else:
         sys.exit(main())

@@ -8,8 +8,8 @@ A record is ``runs/NAME-PROFILE/KEY.json`` (beside it ``KEY.log``, what the run 
 * ``code``: :func:`code_fingerprint`, a SHA-256 of the library's source that the run executes (its own
   experiment's modules and the rest of the library, less the modules that only assemble, judge, store or
   show results: :data:`NOT_RUN_CODE` and every experiment's ``NAME_results.py`` and ``NAME_claims.py``; a
-  Python file counts by its syntax tree without docstrings, so an edited comment or docstring does not make
-  the code new).
+  Python file counts by its syntax tree without docstrings, written out the same way on every Python
+  version, so an edited comment or docstring does not make the code new, nor does the Python that runs it).
 
 and ``sha256``, a checksum of all the rest. :func:`read_record` reuses a record only when it parses, its
 checksum holds, and it names the same run, sizes and code, or code shown to compute the same results
@@ -62,14 +62,28 @@ def sizes_digest(sizes: Any) -> str:
     return _digest(asdict(sizes) if is_dataclass(sizes) else sizes)
 
 
+def _syntax(node: Any) -> str:
+    """The text of a syntax tree, the same on every Python version: each node with its non-empty fields only.
+    (``ast.dump`` is not: Python 3.12 prints ``type_params=[]`` on every function and class, 3.13 leaves empty
+    fields out, so the same file had three fingerprints.)"""
+    if isinstance(node, ast.AST):
+        fields = ((name, _syntax(getattr(node, name, None))) for name in node._fields)
+        kept = ", ".join(f"{name}={text}" for name, text in fields if text not in ("None", "[]"))
+        return f"{type(node).__name__}({kept})"
+    if isinstance(node, list):
+        return f"[{', '.join(_syntax(item) for item in node)}]"
+    return repr(node)
+
+
 def _without_docstrings(source: str) -> str:
+    """:func:`_syntax` of ``source`` with every docstring removed."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    return _syntax(tree)
 
 
 def _owner(relative: str) -> str | None:
