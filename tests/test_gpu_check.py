@@ -77,3 +77,27 @@ def test_each_chapter_states_its_full_grids_bound_as_the_cost_model_gives_it(cha
     text = " ".join(" ".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown").split())
     hours = cost.full_grid_estimate(name, cost.gpu_check())["hours_at_most"]
     assert f"at most {hours:.1f} h on one H200" in text
+
+
+def test_the_check_refuses_an_unknown_part(capsys):
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--parts", "tests,bogus"])
+    assert "--parts: unknown bogus" in capsys.readouterr().err
+
+
+def test_a_partial_check_keeps_the_parts_it_did_not_run(tmp_path, monkeypatch):
+    (tmp_path / "gpu_check.json").write_text(json.dumps({"one_epoch": {"nmt": {"run_seconds": 1.0}}, "date": "then"}))
+    monkeypatch.setattr(gpu_check, "run_tests", lambda out: {"returncode": 0, "summary": "1 passed", "seconds": 0.1})
+    assert gpu_check.main(["--allow-cpu", "--out", str(tmp_path), "--parts", "tests"]) == 0
+    stored = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert stored["one_epoch"] == {"nmt": {"run_seconds": 1.0}} and stored["tests"]["summary"] == "1 passed"
+    assert stored["date"] != "then" and "--parts tests" in stored["command"]
+
+
+def test_chapters_past_the_time_limit_are_stopped_or_not_started(tmp_path):
+    chapters = [REPO / "book" / "part1" / "02_l1_fails.ipynb", REPO / "book" / "part1" / "03_linf.ipynb"]
+    report = gpu_check.chapters(tmp_path, seconds=1.0, workers=1, paths=chapters)
+    assert report["passed"] == 0 and report["of"] == 2
+    assert report["chapters"]["part1/02_l1_fails.ipynb"]["returncode"] not in (0, None)
+    assert report["chapters"]["part1/03_linf.ipynb"] == {"returncode": None, "error": ["not started"]}
+    assert "02_l1_fails" in (tmp_path / "gpu_check_chapters.log").read_text()

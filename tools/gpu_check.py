@@ -7,14 +7,21 @@
    token ids: a step's time does not depend on which tokens it sees), in float32 and with mixed precision:
    seconds per step, target tokens per second, and the peak GPU memory. With the steps per epoch of the
    full profile, these give the cost model of a full run.
-3. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
+3. The library's training loop (:func:`~sparse_tutorial.training.train`) on NMT batches of the medium and
+   full sizes, reading the values it keeps on the device every step (as it did before issue 33) and every
+   :data:`~sparse_tutorial.training.READ_EVERY` steps: what not waiting for the GPU at each step gains.
+4. Every chapter in its quick profile with the GPU visible (``tools/book_tools.py execute --gpu`` on a copy
+   of ``book/``, :data:`CHAPTER_WORKERS` at a time): chapters 8-10 then train on the GPU, and their asserts
+   must hold there as they hold on any CPU.
+5. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
    training on the GPU, decoding, the metrics), with every epoch count cut to 1 and the evaluation sets to
    :data:`EVALUATION_CAP` items; the experiments run side by side, each in its own process, so the seconds
    are an upper bound of a run's epoch there.
 
 It writes ``gpu_check.json`` (into ``--out``, by default ``book/results``): the device, the test outcome and
-the timings, which the reproducibility appendix's cost model reads. Without a GPU it says so and exits 2;
-``--allow-cpu`` runs it on the CPU anyway (to check the check).
+the timings, which the reproducibility appendix's cost model reads. ``--parts`` runs some of the parts; the
+others are then kept from the file already there, each part with the date it was measured. Without a GPU it
+says so and exits 2; ``--allow-cpu`` runs it on the CPU anyway (to check the check).
 
     python tools/gpu_check.py                      # on the GPU machine, from the repository root
     python tools/gpu_check.py --out "$OUT"         # on the project's lent device machine
@@ -26,7 +33,10 @@ import dataclasses
 import importlib
 import json
 import math
+import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -37,6 +47,7 @@ import torch
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from sparse_tutorial import training  # noqa: E402
 from sparse_tutorial.experiments import nmt_training, summarization  # noqa: E402
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config  # noqa: E402
 from sparse_tutorial.models.pointer_generator import PointerGenerator, PointerGeneratorConfig  # noqa: E402
@@ -52,6 +63,12 @@ EVALUATION_CAP = 200
 """Dev and test items kept in :func:`one_epoch` (the full profiles evaluate on 1,000-2,000)."""
 CUT_TO_ONE = {"epochs", "align_epochs"}
 CUT_TO_CAP = {"n_dev", "n_test", "n_align_test", "n_align_dev"}
+PARTS = ("tests", "timings", "loop", "chapters", "one_epoch")
+"""The parts of the check, in the order they run (``--parts``)."""
+LOOP_STEPS = 64
+"""Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
+CHAPTER_WORKERS = 4
+"""Chapters executed at a time by :func:`chapters`."""
 
 
 def run_tests(out: Path) -> dict[str, Any]:
@@ -151,6 +168,106 @@ def experiments(device: torch.device, steps: int = STEPS, warmup: int = WARMUP
     return {"nmt": nmt, "summarization": summarization_, "classification": classification_}
 
 
+def nmt_batches(profile: str, device: torch.device, count: int) -> list[Any]:
+    """``count`` NMT batches of random piece ids at ``profile``'s sizes: its batch tokens in verses of 24 pieces
+    (medium) or 40 (full), on ``device``."""
+    sizes = nmt_training.SIZES[profile]
+    vocab, length = sizes.corpus.vocab_size, min(40, sizes.corpus.max_len - 8)
+    rows = sizes.batch_tokens // length
+    batches = []
+    for k in range(count):
+        pairs = list(zip(random_ids(rows, length, vocab, 2 * k).tolist(),
+                         random_ids(rows, length - 1, vocab, 2 * k + 1).tolist()))
+        batches.append(type(make_batch(pairs, 1, 2))(*(t.to(device) for t in make_batch(pairs, 1, 2))))
+    return batches
+
+
+def loop_gain(device: torch.device, steps: int = LOOP_STEPS, profiles: tuple[str, ...] = ("medium", "full")
+              ) -> dict[str, Any]:
+    """Seconds per step of :func:`~sparse_tutorial.training.train` on NMT batches of ``profiles``' sizes,
+    reading the device values every step and every ``READ_EVERY`` steps, each after a warm-up of 4 steps."""
+    report: dict[str, Any] = {"steps": steps, "read_every": training.READ_EVERY}
+    kept = training.READ_EVERY
+    for profile in profiles:
+        sizes = nmt_training.SIZES[profile]
+        batches = nmt_batches(profile, device, steps)
+        vocab = sizes.corpus.vocab_size
+        seconds = {}
+        for every in (1, kept, 1, kept):   # twice each, alternating: the second pair is the one kept
+            model = nmt_training.build_model(nmt_training.SYSTEMS["NMT"], sizes, vocab, vocab)
+            config = training.TrainConfig(epochs=1, lr=sizes.learning_rate, device=device, seed=0)
+            training.READ_EVERY = every
+            try:
+                training.train(model, batches[:4], seq2seq_loss, config)   # warm-up: cuDNN plans, the allocator
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                tic = time.perf_counter()
+                training.train(model, batches, seq2seq_loss, config)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                seconds[every] = (time.perf_counter() - tic) / steps
+            finally:
+                training.READ_EVERY = kept
+        report[profile] = {"seconds_per_step_read_every_step": round(seconds[1], 4),
+                           f"seconds_per_step_read_every_{kept}": round(seconds[kept], 4),
+                           "speed_up": round(seconds[1] / seconds[kept], 3),
+                           "target_tokens_per_step": int(batches[0].tgt_mask.sum())}
+    return report
+
+
+def chapter_paths() -> list[Path]:
+    """The book's chapters, in book order (``tools/book_tools.py list``)."""
+    listed = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "book_tools.py"), "list"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=True)
+    return [REPO_ROOT / line for line in listed.stdout.split()]
+
+
+def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
+             paths: list[Path] | None = None) -> dict[str, Any]:
+    """Every chapter (or ``paths``) in its quick profile with the GPU visible, ``workers`` at a time, on a copy of
+    ``book/`` (the stored outputs stay the CPU's); those not finished within ``seconds`` are stopped. Per
+    chapter: the exit status, the seconds and, when it failed, the end of what it printed; the whole output
+    goes to ``gpu_check_chapters.log``."""
+    paths = paths if paths is not None else chapter_paths()
+    copy = Path(tempfile.mkdtemp(prefix="gpu_check_book_"))
+    shutil.copytree(REPO_ROOT / "book", copy / "book")
+    queue = [(path, copy / path.relative_to(REPO_ROOT)) for path in paths]
+    search_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": search_path}
+    deadline, running, report, logs = time.perf_counter() + seconds, {}, {}, []
+    while queue or running:
+        if time.perf_counter() >= deadline:   # the chapters still queued are not started
+            report.update({str(path.relative_to(REPO_ROOT / "book")): {"returncode": None, "error": ["not started"]}
+                           for path, _ in queue})
+            queue = []
+        while queue and len(running) < workers:
+            path, copied = queue.pop(0)
+            left = int(max(1, deadline - time.perf_counter()))
+            output_file = copied.with_suffix(".out")   # a file, not a pipe: a chapter never waits on a full pipe
+            with output_file.open("w") as output:
+                process = subprocess.Popen([sys.executable, str(REPO_ROOT / "tools" / "book_tools.py"), "execute",
+                                            str(copied), "--gpu", "--timeout", str(left)],
+                                           cwd=REPO_ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
+            running[path] = (process, time.perf_counter(), output_file)
+        for path, (process, started, output_file) in list(running.items()):
+            if process.poll() is None and time.perf_counter() < deadline:
+                continue
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            output = output_file.read_text(errors="replace")
+            name = str(path.relative_to(REPO_ROOT / "book"))
+            report[name] = {"returncode": process.returncode, "seconds": round(time.perf_counter() - started, 1)}
+            if process.returncode != 0:
+                report[name]["error"] = output.strip().splitlines()[-6:] if output.strip() else ["(no output)"]
+            logs.append(f"===== {name} (exit {process.returncode})\n{output}")
+            del running[path]
+        time.sleep(0.5)
+    shutil.rmtree(copy, ignore_errors=True)
+    (out / "gpu_check_chapters.log").write_text("\n".join(logs))
+    return {"passed": sum(r["returncode"] == 0 for r in report.values()), "of": len(report), "chapters": report}
+
+
 def one_epoch_sizes(sizes: Any) -> Any:
     """``sizes`` with every field in :data:`CUT_TO_ONE` set to 1 and every one in :data:`CUT_TO_CAP` capped at
     :data:`EVALUATION_CAP`, through nested dataclasses and dicts of them."""
@@ -223,12 +340,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "book" / "results")
     parser.add_argument("--allow-cpu", action="store_true", help="run on the CPU when there is no GPU")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)")
     parser.add_argument("--steps", type=int, default=STEPS, help=f"timed steps per measurement (default {STEPS})")
     parser.add_argument("--warmup", type=int, default=WARMUP, help=f"untimed steps first (default {WARMUP})")
+    parser.add_argument("--chapter-seconds", type=float, default=300.0,
+                        help="how long the chapters may take together (default 300)")
+    parser.add_argument("--chapter", action="append", type=Path, default=None,
+                        help="a chapter to execute (repeat it; in this order); default: every chapter, in book order")
+    parser.add_argument("--chapter-workers", type=int, default=CHAPTER_WORKERS,
+                        help=f"chapters executed at a time (default {CHAPTER_WORKERS})")
     parser.add_argument("--pipeline-seconds", type=float, default=300.0,
                         help="how long the one-epoch runs of the experiments may take together (default 300)")
     parser.add_argument("--one-epoch", choices=PIPELINES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    parts = [part.strip() for part in args.parts.split(",") if part.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        parser.error(f"--parts: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(PARTS)}")
     if args.one_epoch:
         (args.out / f"gpu_epoch_{args.one_epoch}.json").write_text(json.dumps(one_epoch(args.one_epoch), indent=1))
         return 0
@@ -238,18 +367,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-        "torch": torch.__version__, "cuda": torch.version.cuda, "tests": run_tests(args.out), "timings": {}}
-    for name, time_it in experiments(device, args.steps, args.warmup).items():
-        report["timings"][name] = {precision: time_it(precision == "amp") for precision in ("float32", "amp")}
-        print(name, report["timings"][name], flush=True)
-    (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
-    report["one_epoch"] = pipelines(args.out, args.pipeline_seconds)
-    print(json.dumps(report["one_epoch"], indent=1), flush=True)
-    (args.out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(f"tests: {report['tests']['summary']}; wrote {args.out / 'gpu_check.json'}")
-    return 0 if report["tests"]["returncode"] == 0 else 1
+    path = args.out / "gpu_check.json"
+    report: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+    measured = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                "torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    if "tests" in parts:
+        report.update(measured, cuda=torch.version.cuda, tests=run_tests(args.out))
+        print("tests:", report["tests"]["summary"], flush=True)
+    if "timings" in parts:
+        report["timings"] = {}
+        for name, time_it in experiments(device, args.steps, args.warmup).items():
+            report["timings"][name] = {precision: time_it(precision == "amp") for precision in ("float32", "amp")}
+            print(name, report["timings"][name], flush=True)
+    if "loop" in parts:
+        report["loop"] = {**measured, **loop_gain(device)}
+        print("loop:", report["loop"], flush=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    if "chapters" in parts:
+        chosen = [path.resolve() for path in args.chapter] if args.chapter else None
+        report["chapters"] = {**measured, **chapters(args.out, args.chapter_seconds, args.chapter_workers, chosen)}
+        print("chapters:", json.dumps(report["chapters"], indent=1), flush=True)
+        path.write_text(json.dumps(report, indent=1) + "\n")
+    if "one_epoch" in parts:
+        report["one_epoch"] = pipelines(args.out, args.pipeline_seconds)
+        print(json.dumps(report["one_epoch"], indent=1), flush=True)
+    report["command"] = "python tools/gpu_check.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    failed = [name for name, run in report.get("chapters", {}).get("chapters", {}).items() if run["returncode"]]
+    print(f"tests: {report.get('tests', {}).get('summary')}; chapters failed: {failed or 'none'}; wrote {path}")
+    return 0 if report.get("tests", {}).get("returncode") == 0 and not failed else 1
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +85,41 @@ def cost_table(check: dict[str, Any], names: tuple[str, ...] | None = None) -> s
     return "\n".join(lines)
 
 
+def _plain(line: str) -> str:
+    """``line`` without the terminal's colour codes (a traceback's last line, as Jupyter prints it)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+
+
 def check_summary(check: dict[str, Any]) -> str:
     """What the GPU check found, in the appendix's words: the machine, the CUDA tests, the full-size step
-    times in float32 and with mixed precision, and the one-epoch runs."""
+    times in float32 and with mixed precision, the training loop's gain from reading the GPU less often, the
+    chapters executed on the GPU, and the one-epoch runs."""
     steps = "; ".join(f"{name} {t['float32']['seconds_per_step']:.3f} s in float32 and "
                       f"{t['amp']['seconds_per_step']:.3f} s with mixed precision"
                       for name, t in check["timings"].items())
+    text = (f"Measured on one {check['device']} (torch {check['torch']}, {check.get('date', 'date not recorded')}): "
+            f"the CUDA tests {check['tests']['summary'].split(' in ')[0]}; a full-size training step took {steps}.")
+    loop = check.get("loop")
+    if loop:
+        every = loop["read_every"]
+        text += " The training loop reading its values from the GPU every step, then every {} steps: {}.".format(
+            every, "; ".join(f"{profile} size {loop[profile]['seconds_per_step_read_every_step']:.4f} s and "
+                             f"{loop[profile][f'seconds_per_step_read_every_{every}']:.4f} s per step "
+                             f"(× {loop[profile]['speed_up']:.2f})" for profile in ("medium", "full") if profile in loop))
+    chapters = check.get("chapters")
+    if chapters:
+        outcome = {name: run["returncode"] for name, run in chapters["chapters"].items()}
+        passed = [name for name, code in outcome.items() if code == 0]
+        failed = [f"{name} ({_plain(chapters['chapters'][name]['error'][-1])})"
+                  for name, code in outcome.items() if code not in (0, None, -9)]
+        stopped = [name for name, code in outcome.items() if code == -9]
+        text += (f" Chapters executed in their quick profile on the GPU ({chapters['date']}): {len(passed)} of "
+                 f"{chapters['of']} passed ({', '.join(passed) or 'none'}); failed: {', '.join(failed) or 'none'}; "
+                 f"stopped at the time limit: {', '.join(stopped) or 'none'}; "
+                 f"not started: {sum(code is None for code in outcome.values())}.")
     finished = [name for name, run in check.get("one_epoch", {}).items() if "run_seconds" in run]
-    return (f"Measured on one {check['device']} (torch {check['torch']}, {check.get('date', 'date not recorded')}): "
-            f"the CUDA tests {check['tests']['summary'].split(' in ')[0]}; a full-size training step took {steps}; "
-            f"the one-epoch runs of {', '.join(finished)} finished on the GPU.")
+    return text + (f" The one-epoch runs of {', '.join(finished)} finished on the GPU "
+                   f"({check.get('one_epoch_date', check.get('date', 'date not recorded'))}).")
 
 
 def main() -> None:
