@@ -139,3 +139,27 @@ def test_pointer_generator_matches_the_cpu():
     got = model(source.to(DEVICE), mask.to(DEVICE), target.to(DEVICE), extended.to(DEVICE), 41)
     for name in ("log_probs", "attention", "p_gen", "coverage"):
         torch.testing.assert_close(getattr(got, name).cpu(), getattr(expected, name), atol=1e-4, rtol=1e-4)
+
+
+def test_the_part_iii_analyses_run_on_the_models_device_and_match_the_cpu():
+    """Chapters 12-13's measures on a model on the GPU with a split on the CPU: the analyses move the split
+    to the model (:func:`on_device_of`) and give the CPU's numbers."""
+    from sparse_tutorial.experiments.classification import Split
+    from sparse_tutorial.experiments.explanation import erasure_flips, permutation
+    from sparse_tutorial.experiments.interpretability import importance_statistics
+
+    torch.manual_seed(0)
+    model = AttentionClassifier(meister_config("bilstm", 50, projection="sparsemax")).eval()
+    generator = torch.Generator().manual_seed(4)
+    ids = torch.randint(1, 50, (6, 12), generator=generator)
+    mask = torch.ones(6, 12, dtype=torch.bool)
+    mask[3, 7:] = False
+    split = Split(ids, mask, torch.tensor([0, 1, 1, 0, 1, 0]))
+    expected = (importance_statistics(model, split, 3), erasure_flips(model, split), permutation(model, split))
+    model.to(DEVICE)
+    got = (importance_statistics(model, split, 3), erasure_flips(model, split), permutation(model, split))
+    for key in ("entropy_gradient", "entropy_loo", "entropy_attention", "entropy_intermediate", "tau_loo"):
+        assert got[0][key] == pytest.approx(expected[0][key], abs=1e-4), key
+    assert {name: flips.cpu().tolist() for name, flips in got[1].items()} == \
+        {name: flips.tolist() for name, flips in expected[1].items()}
+    assert got[2]["median_output_change"] == pytest.approx(expected[2]["median_output_change"], abs=1e-4)

@@ -94,7 +94,8 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
 
     ``device`` is where training runs: the CPU by default (the quick and medium profiles; these small models
     train in minutes there), ``"cuda"`` or :func:`~sparse_tutorial.profiles.default_device` for the full
-    profile. The returned model is always on the CPU, where the analyses of chapters 11-13 run.
+    profile. The returned model is on the CPU, where a chapter's own cells use it; the experiments of
+    chapters 12-13 move it back to ``device`` for their analyses.
 
     ``optimizer`` is "adagrad" (Sun & Lu) or "adam" (Meister et al.); ``weight_decay`` is the L2
     regularisation Sun & Lu use for DP-L, DP-A and AD; ``vtw_weight`` adds ``vtw_weight · (VᵀW)²`` to the

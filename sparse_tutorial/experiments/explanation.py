@@ -34,7 +34,7 @@ from sparse_tutorial.experiments.classification import (
     uniform_attention,
 )
 from sparse_tutorial.experiments.explanation_claims import checks
-from sparse_tutorial.experiments.interpretability import head
+from sparse_tutorial.experiments.interpretability import head, on_device_of
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
@@ -62,9 +62,9 @@ def erasure_flips(model: AttentionClassifier, split: Split, seed: int = 0) -> di
 
     "attention": the highest attention weight; "random": a uniformly drawn real token; "gradient": the
     highest gradient importance (eq. 4); "any": some deletion flips the decision (an upper bound for every
-    single-token choice).
+    single-token choice). Runs on ``model``'s device.
     """
-    ids, mask, _ = split
+    ids, mask, _ = on_device_of(model, split)
     keep = mask.sum(-1) > 1
     ids, mask = ids[keep], mask[keep]
     output = model(ids, mask)
@@ -75,7 +75,7 @@ def erasure_flips(model: AttentionClassifier, split: Split, seed: int = 0) -> di
     with torch.enable_grad():
         grad = gradient_importance(model, ids, mask)
     generator = torch.Generator().manual_seed(seed)
-    random_pick = torch.multinomial(mask.float(), 1, generator=generator).squeeze(-1)
+    random_pick = torch.multinomial(mask.float().cpu(), 1, generator=generator).squeeze(-1).to(mask.device)
     picks = {"attention": output.weights.argmax(-1), "random": random_pick, "gradient": grad.argmax(-1)}
     flips = {name: flipped.gather(1, pick.unsqueeze(-1)).squeeze(-1) for name, pick in picks.items()}
     flips["any"] = (flipped & mask).any(-1)
@@ -100,9 +100,9 @@ def permutation(model: AttentionClassifier, split: Split, permutations: int = 20
 
     Returns the median over examples of the median ``|Δŷ|`` across permutations (ŷ = probability of the
     original prediction), the share of permutations that flip the decision, and the same median split by
-    how peaked the original attention is (max weight above / below 0.5).
+    how peaked the original attention is (max weight above / below 0.5). Runs on ``model``'s device.
     """
-    ids, mask, _ = split
+    ids, mask, _ = on_device_of(model, split)
     output = model(ids, mask)
     labels = predictions(output.logits)
     y_hat = class_probability(output.logits, labels)
@@ -111,7 +111,7 @@ def permutation(model: AttentionClassifier, split: Split, permutations: int = 20
     for _ in range(permutations):
         # Rows are right-padded, so sorting random keys (2 on padding) yields a random order of the real
         # positions followed by the padding, and gathering with it shuffles only the real weights.
-        keys = torch.rand(ids.shape, generator=generator).masked_fill(~mask, 2.0)
+        keys = torch.rand(ids.shape, generator=generator).to(ids.device).masked_fill(~mask, 2.0)
         permuted = output.weights.gather(-1, keys.argsort(-1))
         logits = model(ids, mask, attention_weights=permuted).logits
         changes.append((class_probability(logits, labels) - y_hat).abs())
@@ -128,8 +128,9 @@ def permutation(model: AttentionClassifier, split: Split, permutations: int = 20
 def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
                 steps: int = 200) -> dict[str, float]:
     """Jain & Wallace §4.2 summary: mean JS divergence (max log 2 ≈ 0.693) of the adversarial attention from
-    the model's, the share of examples above 0.5 of the maximum, and the largest output change."""
-    ids, mask, _ = split
+    the model's, the share of examples above 0.5 of the maximum, and the largest output change. Runs on
+    ``model``'s device."""
+    ids, mask, _ = on_device_of(model, split)
     with torch.no_grad():
         output = model(ids, mask)
     adversary = adversarial_attention(model, ids, mask, epsilon=epsilon, steps=steps)
@@ -324,13 +325,15 @@ def execute(run: Run) -> dict[str, Any]:
         raise ValueError(f"run.kind must be 'base' or 'uniform', got {run.kind!r}")
     base = fit(config, task, **training)
     models = base_models(config, task, base, **training)
+    accuracies = {"baselines": learned_baselines(base, models, task),
+                  "correct": {name: correct(result, task.test) for name, result in {"learned": base, **models}.items()}}
+    analysed = base.model.to(training["device"])   # the analyses run where the models trained
     evaluation = head(task.test, sizes.n_test)
-    flips = erasure_flips(base.model, evaluation, seed=seed)
+    flips = erasure_flips(analysed, evaluation, seed=seed)
     return {"erasure": flip_rates(flips),
-            "permutation": permutation(base.model, evaluation, seed=seed),
-            "adversarial": adversarial(base.model, evaluation),
-            "baselines": learned_baselines(base, models, task),
-            "correct": {name: correct(result, task.test) for name, result in {"learned": base, **models}.items()},
+            "permutation": permutation(analysed, evaluation, seed=seed),
+            "adversarial": adversarial(analysed, evaluation),
+            **accuracies,
             "erasure_flips": {name: flipped.int().tolist() for name, flipped in flips.items()}}
 
 

@@ -57,6 +57,13 @@ def head(split: Split, count: int) -> Split:
     return Split(split.token_ids[:count, :width], mask[:, :width], split.labels[:count])
 
 
+def on_device_of(model: torch.nn.Module, split: Split) -> Split:
+    """``split`` with its tensors on ``model``'s device (the same tensors when that is the CPU): the analyses
+    of chapters 12 and 13 run where the model is, on the GPU after a full-profile training there."""
+    device = next(model.parameters()).device
+    return Split(*(tensor.to(device) for tensor in split))
+
+
 def importance_statistics(model: AttentionClassifier, split: Split,
                           intermediate_examples: int | None = None) -> dict[str, float]:
     """Means over the examples of ``split`` of every quantity in the module docstring, and in ``"items"`` the
@@ -66,8 +73,9 @@ def importance_statistics(model: AttentionClassifier, split: Split,
     ``intermediate_examples``: measure ``H̃(g_{h_p}(x))`` on the first that many examples only (``None``: all
     of them); it takes one backward pass per position, which on documents of hundreds of tokens costs far
     more than everything else. ``"test_sentences"`` and ``"intermediate_sentences"`` say how many examples
-    each mean is over.
+    each mean is over. Runs on ``model``'s device.
     """
+    split = on_device_of(model, split)
     ids, mask, _ = split
     with torch.no_grad():
         weights = model(ids, mask).weights
@@ -130,8 +138,8 @@ def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambd
                       lr: float = 1e-3, device: str | torch.device = "cpu",
                       intermediate_examples: int | None = None) -> dict[str, Any]:
     """Train ``encoder`` with attention ``projection`` (with ``sparsegen_lambda`` for sparsegen; see
-    :func:`projection_grid`) on ``task`` (Adam, model chosen on dev; trained on ``device``) and measure it
-    on ``evaluation`` on the CPU (``intermediate_examples``: see :func:`importance_statistics`).
+    :func:`projection_grid`) on ``task`` (Adam, model chosen on dev) and measure it on ``evaluation``, both
+    on ``device`` (``intermediate_examples``: see :func:`importance_statistics`).
 
     Returns:
         ``{"task", "encoder", "projection", "sparsegen_lambda", "seed", "dev_accuracy", "test_accuracy"}``
@@ -143,7 +151,7 @@ def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambd
     result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
     return {"task": task.name, "encoder": encoder, "projection": projection, "sparsegen_lambda": sparsegen_lambda,
             "seed": seed, "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
-            **importance_statistics(result.model, evaluation, intermediate_examples)}
+            **importance_statistics(result.model.to(device), evaluation, intermediate_examples)}
 
 
 def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
