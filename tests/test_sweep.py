@@ -1,5 +1,5 @@
-"""Issue 20: an experiment's runs give the same numbers serially and in Ray workers, are stored as they
-finish, and a rerun resumes where an interrupted sweep stopped."""
+"""Issue 20: an experiment's runs give the same numbers serially, in Ray workers and in local processes, are
+stored as they finish, and a rerun resumes where an interrupted sweep stopped."""
 import functools
 import json
 
@@ -99,7 +99,19 @@ def test_without_ray_the_command_line_runs_serially_and_says_how_to_parallelise(
     assert main(["fake", "--seeds", "2", "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "fake.json").read_text())["runs_compute"] == written["runs_compute"]
     assert isinstance(written["git_dirty"], bool)  # this test runs in a clone
-    assert main(["fake", "--workers", "2", "--out", str(tmp_path)]) == 2
-    assert "need Ray" in capsys.readouterr().err
+    assert main(["fake", "--address", "auto", "--out", str(tmp_path)]) == 2
+    assert "needs Ray" in capsys.readouterr().err
     with pytest.raises(RayMissingError):
-        run_sweep(GRID, counting_execute([]), workers=2)
+        run_sweep(GRID, counting_execute([]), address="auto")
+
+
+def test_without_ray_local_processes_give_the_serial_numbers(tmp_path, toy_translation, monkeypatch):
+    """``workers=2`` without Ray: two spawned processes share the grid and store the same records."""
+    monkeypatch.setattr(sweep, "ray_available", lambda: False)
+    data, alignment, sizes = toy_translation
+    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu", sizes=sizes)
+    serial = run_sweep(TOY_RUNS[:3], execute, threads_per_run=1, progress=False)
+    parallel = run_sweep(TOY_RUNS[:3], execute, workers=2, threads_per_run=1, run_dir=tmp_path, progress=False)
+    assert [without_timings(r) for r in parallel] == [without_timings(r) for r in serial]
+    assert len({json.loads((tmp_path / f"{run.key}.json").read_text())["host"] for run in TOY_RUNS[:3]}) == 1
+    assert len(list(tmp_path.glob("*.json"))) == 3

@@ -3,7 +3,8 @@
 The experiment's runs are stored one by one under ``DIR/runs/NAME-PROFILE/`` as they finish; running the
 same command again skips the finished ones (``--fresh`` redoes them), and ``--status`` says which runs of
 the grid are stored and which are still to train, without training anything. ``--workers N`` runs N at a time on
-this machine and ``--address auto`` on a Ray cluster (both need ``pip install 'sparse_tutorial[ray]'``).
+this machine (in Ray workers, or in local processes without Ray) and ``--address auto`` on a Ray cluster
+(``pip install 'sparse_tutorial[ray]'``).
 
 Every argument and the output folder are checked before the experiment starts (before Ray or any
 training); a bad one, a corpus that is not fetched yet, a folder that cannot be written, stored runs made by
@@ -76,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=_positive_int, default=1, help="number of seeds (0, 1, ..., N-1)")
     parser.add_argument("--out", type=Path, default=None, help="directory of the JSON (default book/results)")
     parser.add_argument("--workers", type=_positive_int, default=1,
-                        help="runs at a time on this machine, in local Ray workers (default 1: serial)")
+                        help="runs at a time on this machine, in local Ray workers or, without Ray, local "
+                             "processes (default 1: serial)")
     parser.add_argument("--address", default=None,
                         help="run on this Ray cluster instead: 'auto' (a node of it) or 'ray://HOST:10001'")
     parser.add_argument("--threads-per-run", type=_positive_int, default=1,

@@ -12,11 +12,12 @@ the last digits; the thread count is recorded with every run).
 * serially in this process (``workers=1``, the default; what the chapters do);
 * with ``workers=N``: a local `Ray <https://docs.ray.io>`_ instance runs N at a time, each in its own worker
   process; on a GPU machine the runs share the GPUs (``gpus_per_run``, by default N runs per GPU), so that
-  several small models train on one GPU at once;
+  several small models train on one GPU at once. Without Ray, N local processes do the same (spawned, so
+  each can use CUDA; they all see every GPU, and ``gpus_per_run`` is not needed);
 * with ``address="auto"`` or ``"ray://HOST:10001"``: on an existing Ray cluster (``ray start`` on each node,
   e.g. in a SLURM allocation; see the reproducibility appendix).
 
-Ray is an optional extra (``pip install 'sparse_tutorial[ray]'``); without it runs are serial.
+Ray is an optional extra (``pip install 'sparse_tutorial[ray]'``), needed for a cluster only.
 
 With a ``run_dir`` each finished run is stored at once as a run record ``KEY.json`` beside ``KEY.log`` (what
 it printed; :mod:`~sparse_tutorial.experiments.records`: the result, its config, seconds, threads and
@@ -35,11 +36,13 @@ import io
 import json
 import logging
 import math
+import multiprocessing
 import os
 import re
 import resource
 import socket
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -53,9 +56,9 @@ from sparse_tutorial.experiments.records import (
 )
 from sparse_tutorial.profiles import seed_everything
 
-RAY_HINT = ("the runs go one after another; to run them in parallel: pip install 'sparse_tutorial[ray]' and "
-            "pass --workers N (this machine) or --address auto (a Ray cluster)")
-"""The line the command line prints when it runs serially because Ray is not installed."""
+RAY_HINT = ("the runs go one after another; to run them in parallel: pass --workers N (this machine), or "
+            "pip install 'sparse_tutorial[ray]' and pass --address auto (a Ray cluster)")
+"""The line the command line prints when it runs serially and Ray is not installed."""
 
 
 class RayMissingError(RuntimeError):
@@ -250,7 +253,8 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     Args:
         runs: the grid; duplicates are executed once.
         execute: ``execute(run) -> dict``, a module-level function (workers import it by name).
-        workers: runs at a time on this machine (``> 1`` starts a local Ray instance).
+        workers: runs at a time on this machine (``> 1`` starts a local Ray instance, or local processes
+            without Ray).
         address: a Ray cluster to join (``"auto"``, ``"ray://HOST:10001"``); ``workers`` is then ignored.
         run_dir: where each finished run is stored, and where finished runs are found on a rerun.
         fresh: execute every run even if ``run_dir`` holds it.
@@ -267,7 +271,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     Raises:
         ValueError: ``workers`` < 1, ``threads_per_run`` < 1, a negative ``gpus_per_run`` or an unknown
             ``on_stale``.
-        RayMissingError: ``workers > 1`` or ``address`` without Ray installed.
+        RayMissingError: ``address`` without Ray installed.
         StaleRecordsError: see ``on_stale``.
         GridIncompleteError: ``hours`` passed with runs still to train (those that finished are stored).
         RecordNotStoredError: a finished run could not be stored (it was saved elsewhere, named).
@@ -277,8 +281,8 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
     stop_at = None if hours is None else time.time() + 3600 * hours
     parallel = workers > 1 or address is not None
-    if parallel and not ray_available():
-        raise RayMissingError("parallel runs (--workers N, --address) need Ray: pip install 'sparse_tutorial[ray]'")
+    if address is not None and not ray_available():
+        raise RayMissingError("a Ray cluster (--address) needs Ray: pip install 'sparse_tutorial[ray]'")
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
     identity = dict(identity or {})
@@ -299,8 +303,10 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     try:
         pending = [run for run in unique if records[run] is None]
         while pending:
-            if parallel:
+            if parallel and ray_available():
                 _run_on_ray(pending, job, workers, address, threads_per_run, gpus_per_run, finished)
+            elif parallel:
+                _run_in_processes(pending, job, workers, finished)
             else:
                 for run in pending:
                     finished(run, job(run))
@@ -395,6 +401,22 @@ def _run_on_ray(pending: list[Run], job: Job, workers: int, address: Optional[st
             if isinstance(error.cause, (RecordNotStoredError, OSError)):
                 raise error.cause from error
             raise RuntimeError(f"run {run.key} failed in a Ray worker: {error}") from error
+
+
+def _run_in_processes(pending: list[Run], job: Job, workers: int,
+                      finished: Callable[[Run, tuple], None]) -> None:
+    """Without Ray: ``job`` of every pending run in ``workers`` local processes (spawned: a forked process
+    cannot use CUDA once its parent has), each outcome handed to ``finished`` as it completes. The first run
+    that raises cancels the runs not started and is re-raised as the worker raised it."""
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(job, run): run for run in pending}
+        try:
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def _call(job: Job, run: Run) -> tuple[str, Optional[dict[str, Any]]]:
