@@ -112,3 +112,28 @@ def test_the_appendix_states_the_margins_and_the_tie_bound_gap_the_code_uses():
     assert summarization_claims.PAR_MARGIN == 1.0 and "1 ROUGE-L point (chapter 10)" in text
     assert interpretability_claims.ENTROPY_MARGIN == 0.1 and "0.1 of normalized entropy (chapter 12)" in text
     assert interpretability_claims.TIE_BOUND_GAP == 0.05 and "τ-b within 0.05 of the cap" in text
+
+
+STANDARD_RESULTS = ("classification", "explanation")
+"""The stored results files already judged by the inference standard (nmt, summarization and
+interpretability follow as their grids are rerun: issues 29 and 30)."""
+
+
+@pytest.mark.parametrize("name", STANDARD_RESULTS)
+def test_every_stored_claim_carries_what_the_standard_asks(name):
+    """Issue 30's 'done when': effect, 95 % interval, raw and Holm-adjusted p, trained seeds (at least
+    MIN_SEEDS, else "not tested"), a verdict of the four, a margin for the margin kinds, and a verdict that
+    follows from the stored numbers."""
+    from sparse_tutorial.experiments import load_results
+    from sparse_tutorial.experiments.inference import KINDS, MIN_SEEDS, VERDICTS
+
+    claims = load_results(name)["checks"]["claims"]
+    assert claims
+    for claim, entry in claims.items():
+        assert entry["verdict"] in VERDICTS and entry["kind"] in KINDS, claim
+        if entry["verdict"] == "not tested":
+            continue
+        assert {"effect", "ci95", "p", "p_holm", "seeds", "paper", "paper_effect"} <= set(entry), claim
+        assert min(entry["seeds"]) >= MIN_SEEDS and entry["p"] <= entry["p_holm"] <= 1, claim
+        assert (entry["margin"] is not None) == (entry["kind"] not in ("greater", "less")), claim
+        assert entry["verdict"] == verdict(**{key: entry[key] for key in ("kind", "effect", "ci95", "p_holm", "margin")})
