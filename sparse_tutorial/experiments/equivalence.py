@@ -227,30 +227,22 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
             if not identical:
                 old, new = pool.map(lambda root: _in_process("--probe", root, name, profile), (old_root, new_root))
     if identical:
-        pair = {"experiment": name, "profile": profile, "codes": [old["fingerprint"], new["fingerprint"]],
-                "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")],
-                "basis": "identical source", "source_digest": new["source"], "python": platform.python_version(),
-                "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "command": f"python -m sparse_tutorial.experiments.equivalence {name} --against {against} "
-                           f"--profile {profile}"}
-        if old["fingerprint"] != new["fingerprint"]:
-            add(directory, pair)
-        return pair
-    if old["digests"].keys() != new["digests"].keys():
-        raise CodeDiffersError(f"the grids of {name} differ: runs only at {against}: "
-                               f"{sorted(old['digests'].keys() - new['digests'].keys())}, only now: "
-                               f"{sorted(new['digests'].keys() - old['digests'].keys())}")
-    differ = [key for key in old["digests"] if old["digests"][key] != new["digests"][key]]
-    if differ:
-        raise CodeDiffersError(f"{len(differ)} of {len(old['digests'])} probe runs of {name} compute other "
-                               f"results than at {against} (first: {differ[0]}); the stored runs of "
-                               f"{old['fingerprint']} are not valid for {new['fingerprint']}")
+        evidence = {"basis": "identical source", "source_digest": new["source"]}
+    else:
+        if old["digests"].keys() != new["digests"].keys():
+            raise CodeDiffersError(f"the grids of {name} differ: runs only at {against}: "
+                                   f"{sorted(old['digests'].keys() - new['digests'].keys())}, only now: "
+                                   f"{sorted(new['digests'].keys() - old['digests'].keys())}")
+        differ = [key for key in old["digests"] if old["digests"][key] != new["digests"][key]]
+        if differ:
+            raise CodeDiffersError(f"{len(differ)} of {len(old['digests'])} probe runs of {name} compute other "
+                                   f"results than at {against} (first: {differ[0]}); the stored runs of "
+                                   f"{old['fingerprint']} are not valid for {new['fingerprint']}")
+        evidence = {"basis": "probe", "probe_runs": len(old["digests"]), "probe_digest": _digest(old["digests"]),
+                    "machine": describe_cpu_backend(cpu_backend()), "torch": __import__("torch").__version__}
     pair = {"experiment": name, "profile": profile, "codes": [old["fingerprint"], new["fingerprint"]],
-            "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")], "basis": "probe",
-            "probe_runs": len(old["digests"]), "probe_digest": _digest(old["digests"]),
-            "machine": describe_cpu_backend(cpu_backend()), "python": platform.python_version(),
-            "torch": __import__("torch").__version__,
-            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")], **evidence,
+            "python": platform.python_version(), "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "command": f"python -m sparse_tutorial.experiments.equivalence {name} --against {against} "
                        f"--profile {profile}"}
     if old["fingerprint"] != new["fingerprint"]:
