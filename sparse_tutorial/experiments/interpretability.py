@@ -232,11 +232,11 @@ SIZES: dict[str, Sizes] = {
                    note="quick profile: Rotten Tomatoes, 4,000 training sentences, 3 epochs, 32 dimensions, 3 "
                         "values of sparsegen λ, 80 test sentences"),
     "medium": Sizes(tasks={RT: _sizes(None, epochs=5, dim=32, n_test=500),
-                           NEWS: _sizes(None, epochs=3, dim=32, n_test=40, n_intermediate=3, encoders=("bilstm",))},
+                           NEWS: _sizes(None, epochs=3, dim=32, n_test=200, n_intermediate=20, encoders=("bilstm",))},
                     note="medium profile (shared 2-core CPU): all 8,454 Rotten Tomatoes training sentences, 5 "
                          "epochs (best on dev), 32 dimensions, the paper's 8 values of sparsegen λ, both encoders, "
                          "500 test sentences; and 20 Newsgroups hockey vs baseball (posts of up to 400 tokens): "
-                         "BiLSTM, 3 epochs, the same λ, 40 test posts (H̃(g_h) on the first 3)"),
+                         "BiLSTM, 3 epochs, the same λ, 200 test posts (H̃(g_h) on the first 20)"),
     "full": Sizes(tasks={RT: _sizes(None, epochs=8, dim=64, n_test=500),
                          NEWS: _sizes(None, epochs=8, dim=64, n_test=500, n_intermediate=100)},
                   note="full profile: 64-dimensional models, 8 epochs, the paper's 8 values of sparsegen λ, 500 "
