@@ -24,6 +24,9 @@ from sparse_tutorial.experiments.inference import (
 
 PAR_MARGIN = 1.0
 """ROUGE-L points within which two systems count as "on par"."""
+PAPER_GAIN_AT_0_04 = round(34.66 - 33.42, 2)
+"""The only gain of Table V that the text states (§VII-B): λ = 0.04 against See et al.'s reported pointer
+model, in ROUGE-L points (the table's own numbers did not survive the text extraction)."""
 
 ABS, POINTER, COVERAGE = "ABS", "ABS+Pointer", "ABS+Pointer+Cov"
 COV_ENT = "ABS+Pointer+Cov+Ent (λ=0.02)"
@@ -48,11 +51,13 @@ CLAIMS: dict[str, Comparison] = {
     "the pointer improves over ABS": Comparison(
         _rouge("Table V: the pointer 'remarkably' improves ROUGE over ABS"), POINTER, ABS, "rouge_l"),
     **{f"+Ent (λ = {lam:g}) improves over the pointer model": Comparison(
-        _rouge(f"Table V: entropy regularization boosts the pointer model for every λ (here λ = {lam:g})"),
+        _rouge(f"Table V: entropy regularization boosts the pointer model for every λ (here λ = {lam:g})"
+               + (": 34.66 vs 33.42 ROUGE-L, against See et al.'s reported pointer score" if lam == 0.04 else ""),
+               paper_effect=PAPER_GAIN_AT_0_04 if lam == 0.04 else None),
         entropy_system(lam), POINTER, "rouge_l") for lam in (0.01, 0.02, 0.04)},
     **{f"λ = 0.04 beats λ = {rival:g}": Comparison(
-        _rouge("Table V: λ = 0.04 performs best, 34.66 vs 33.42 ROUGE-L (against See et al.'s reported score)"),
-        entropy_system(0.04), entropy_system(rival), "rouge_l") for rival in (0.01, 0.02)},
+        _rouge("Table V: λ = 0.04 performs best"), entropy_system(0.04), entropy_system(rival), "rouge_l")
+       for rival in (0.01, 0.02)},
     "coverage improves over the pointer model": Comparison(
         _rouge("Table V: coverage is 'dramatically useful'"), COVERAGE, POINTER, "rouge_l"),
     "Cov+Ent improves over Cov": Comparison(
