@@ -204,6 +204,30 @@ def test_status_names_the_stored_and_the_missing_runs_without_training(tmp_path,
     assert "3 valid, 1 missing" in out and f"missing: {GRID[3].key}" in out and calls == []
 
 
+def test_stored_only_assembles_an_unfinished_grid_without_training_and_names_the_missing_runs(
+        tmp_path, monkeypatch, capsys):
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: GRID
+    module.assemble = lambda profile, seeds, runs, results: {"runs": [run.key for run in runs],
+                                                              "scores": [r["score"] for r in results]}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    run_sweep(GRID[:3], counting([]), run_dir=runner.runs_dir("fake", "quick", tmp_path), progress=False,
+              identity=runner.grid_identity("fake", "quick"))
+    calls: list = []
+    module.execute = counting(calls)
+    with pytest.raises(SystemExit) as refused:  # an experiment that does not judge unfinished grids
+        main(["fake", "--out", str(tmp_path), "--stored-only"])
+    assert refused.value.code == 2 and "--stored-only assembles an unfinished grid only for" in capsys.readouterr().err
+    module.PARTIAL_GRIDS = True
+    assert main(["fake", "--out", str(tmp_path), "--stored-only"]) == 0 and calls == []
+    written = load_results("fake", tmp_path)
+    assert written["runs"] == [run.key for run in GRID[:3]] and written["scores"] == [0, 1, 1]
+    assert written["grid"] == {"runs": 4, "stored": 3, "missing": [GRID[3].key]}
+    assert written["runs_compute"]["runs"] == 3 and written["command"].endswith("--stored-only")
+
+
 def test_a_time_limited_sweep_stores_what_finished_and_the_same_command_continues(tmp_path, monkeypatch, capsys):
     module = type(sweep)("sparse_tutorial.experiments.fake")
     module.grid = lambda profile, seeds: GRID

@@ -13,6 +13,8 @@ command with one line saying what to do (exit status 2), not a traceback. Ctrl-C
 stored and that the same command resumes from them (exit status 130). ``--hours H`` starts no run after H
 hours; if runs are left it says how many and exits with status 3, and the same command continues: a grid
 longer than one session is trained over several, e.g. on Colab with ``--out`` on Google Drive.
+``--stored-only`` trains nothing and writes the results of the runs stored so far (experiments that judge
+an unfinished grid: a claim whose runs are missing is "not tested", and the file names the missing runs).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from sparse_tutorial.experiments.runner import (
     available,
     check_arguments,
     grid_status,
+    partial_grid_experiments,
     results_dir,
     run_experiment,
     runs_dir,
@@ -89,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="start no run after this many hours and exit with status 3 if runs are left; the same "
                              "command continues (for grids longer than a session, e.g. on Colab with --out on Drive)")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
+    parser.add_argument("--stored-only", action="store_true",
+                        help="train nothing: write the results of the runs stored so far, naming the missing ones "
+                             "(for experiments that judge an unfinished grid: "
+                             + ", ".join(partial_grid_experiments()) + ")")
     parser.add_argument("--status", action="store_true",
                         help="only say which runs of the grid are stored and which are still to train, then exit")
     stale = parser.add_mutually_exclusive_group()
@@ -99,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_arguments(args.name, args.profile, args.seeds, args.workers, args.threads_per_run,
-                        args.gpus_per_run, args.on_stale, args.hours)
+                        args.gpus_per_run, args.on_stale, args.hours, args.stored_only)
     except ValueError as error:
         parser.error(str(error))
     run_dir = runs_dir(args.name, args.profile, args.out)
@@ -115,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
                                  workers=args.workers, address=args.address, fresh=args.fresh,
                                  threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run,
-                                 on_stale=args.on_stale, hours=args.hours)
+                                 on_stale=args.on_stale, hours=args.hours, stored_only=args.stored_only)
     except GridIncompleteError as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 3

@@ -50,6 +50,9 @@ from sparse_tutorial.profiles import default_device
 
 HEATMAPS = 3
 """Test verses whose attention every system run stores (Fig. 5)."""
+PARTIAL_GRIDS = True
+"""``nmt.json`` may be assembled from an unfinished grid (``--stored-only``): a claim whose arms lack runs
+is "not tested", and the file names the missing runs (a grid of days is judged as it grows)."""
 
 
 # ----------------------------------------------------------------------------------------- the experiment

@@ -43,7 +43,9 @@ import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
 from sparse_tutorial.experiments.records import Status, code_fingerprint, read_record, sizes_digest
-from sparse_tutorial.experiments.sweep import RAY_HINT, check_sweep_arguments, ray_available, run_sweep, strict_json
+from sparse_tutorial.experiments.sweep import (
+    RAY_HINT, check_sweep_arguments, ray_available, run_sweep, stored_results, strict_json,
+)
 from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.profiles import PROFILES, default_device
 
@@ -194,13 +196,15 @@ def accepted_profiles(name: str) -> tuple[str, ...]:
 
 
 def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threads_per_run: int = 1,
-                    gpus_per_run: float | None = None, on_stale: str = "refuse", hours: float | None = None) -> None:
+                    gpus_per_run: float | None = None, on_stale: str = "refuse", hours: float | None = None,
+                    stored_only: bool = False) -> None:
     """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``
     and these sweep options (:func:`~sparse_tutorial.experiments.sweep.check_sweep_arguments`).
 
     Raises:
         ValueError: if ``name`` is not in :func:`available`, ``profile`` is not in
-            :func:`accepted_profiles`, ``seeds`` < 1, or a sweep option is out of range.
+            :func:`accepted_profiles`, ``seeds`` < 1, a sweep option is out of range, or ``stored_only``
+            for an experiment not in :func:`partial_grid_experiments`.
     """
     if name not in available():
         raise ValueError(f"name must be one of {available()}, got {name!r}")
@@ -209,6 +213,9 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
     if profile not in accepted_profiles(name):
         raise ValueError(f"profile must be one of {accepted_profiles(name)} for {name!r}, got {profile!r}")
     check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
+    if stored_only and name not in partial_grid_experiments():
+        raise ValueError(f"--stored-only assembles an unfinished grid only for {partial_grid_experiments()}, "
+                         f"not {name!r}: run the command without it to finish the grid")
 
 
 def grid_identity(name: str, profile: str, directory: Path | None = None) -> dict[str, Any]:
@@ -241,20 +248,34 @@ def _write_or_rescue(name: str, payload: dict[str, Any], directory: Path | None)
                                      f"they were saved to {rescued} instead") from error
 
 
-def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False,
+def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False, stored_only: bool = False,
                      **sweep_options: Any) -> dict[str, Any]:
     """The results of experiment ``name`` (its ``assemble``) after :func:`~sparse_tutorial.experiments.sweep.run_sweep`
     executed its ``grid``; ``sweep_options`` go to ``run_sweep`` (``workers``, ``address``, ``run_dir`` ...).
     Serial, silent and with no run folder by default: what a chapter calls (the command line shows the
-    sweep's progress bar)."""
+    sweep's progress bar).
+
+    With ``stored_only`` nothing trains: the runs stored in ``run_dir`` are assembled as they are, for an
+    experiment that judges an unfinished grid (``PARTIAL_GRIDS`` in its module: a claim whose runs are
+    missing is "not tested"), and ``"grid"`` says how many runs are stored and names the missing ones.
+    """
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     runs = module.grid(profile, seeds)
     run_dir = sweep_options.get("run_dir")
     identity = grid_identity(name, profile, Path(run_dir).parents[1] if run_dir is not None else None)
-    results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
-                        identity=identity, **sweep_options)
-    assembled = module.assemble(profile, seeds, runs, results)
-    if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones
+    if stored_only:
+        if run_dir is None or name not in partial_grid_experiments():
+            raise ValueError(f"stored_only needs a runs folder and one of {partial_grid_experiments()}, got {name!r}")
+        found = stored_results(runs, run_dir, identity, sweep_options.get("on_stale", "refuse"))
+        missing = [run.key for run in dict.fromkeys(runs) if run not in found]
+        runs = [run for run in runs if run in found]
+        assembled = module.assemble(profile, seeds, runs, [found[run] for run in runs])
+        assembled["grid"] = {"runs": len(found) + len(missing), "stored": len(found), "missing": missing}
+    else:
+        results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
+                            identity=identity, **sweep_options)
+        assembled = module.assemble(profile, seeds, runs, results)
+    if run_dir is not None and runs:  # what the runs cost, also when this call only reassembled stored ones
         records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
         codes = sorted({r.get("identity", {}).get("code", "unknown") for r in records})
         assembled["runs_compute"] = {"runs": len(records), "run_seconds": round(sum(r["seconds"] for r in records), 1),
@@ -264,6 +285,13 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
                                      "equivalent_code": [c for c in codes if c in identity["equivalent_codes"]],
                                      "mixed_code": not set(codes) <= {identity["code"], *identity["equivalent_codes"]}}
     return assembled
+
+
+def partial_grid_experiments() -> list[str]:
+    """The experiments that judge an unfinished grid (``PARTIAL_GRIDS`` in their module), which
+    ``--stored-only`` can assemble."""
+    return [name for name in available()
+            if getattr(importlib.import_module(f"sparse_tutorial.experiments.{name}"), "PARTIAL_GRIDS", False)]
 
 
 def grid_status(name: str, profile: str, seeds: int, directory: Path | None = None) -> dict[str, list[str]]:
@@ -287,7 +315,7 @@ def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
                    write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
                    threads_per_run: int = 1, gpus_per_run: float | None = None,
-                   on_stale: str = "refuse", hours: float | None = None) -> dict[str, Any]:
+                   on_stale: str = "refuse", hours: float | None = None, stored_only: bool = False) -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
@@ -295,14 +323,15 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``,
     ``on_stale`` and ``hours`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s: with ``hours`` a
     grid is trained over several calls, each stopping with a
-    :class:`~sparse_tutorial.experiments.sweep.GridIncompleteError` until the last assembles the results.
+    :class:`~sparse_tutorial.experiments.sweep.GridIncompleteError` until the last assembles the results;
+    ``stored_only`` assembles the runs stored so far without training (:func:`sweep_experiment`).
 
     Raises:
         ValueError: see :func:`check_arguments`.
         UnwritableDirectoryError: the results folder is a file, cannot be created or is read-only.
         ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
     """
-    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale, hours)
+    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale, hours, stored_only)
     directory = Path(directory) if directory is not None else None
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
@@ -312,11 +341,13 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     if hasattr(module, "grid"):
         if workers == 1 and address is None and not ray_available():
             print(f"{name}: {RAY_HINT}", file=sys.stderr)
-        results = sweep_experiment(name, profile, seeds, progress=True, workers=workers, address=address,
-                                   fresh=fresh, run_dir=runs_dir(name, profile, directory) if write else None,
+        results = sweep_experiment(name, profile, seeds, progress=True, stored_only=stored_only, workers=workers,
+                                   address=address, fresh=fresh,
+                                   run_dir=runs_dir(name, profile, directory) if write or stored_only else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run,
                                    on_stale=on_stale, hours=hours)
-        options = f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
+        options = (f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
+                   + " --stored-only" * stored_only)
         results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     else:
         results, options = module.run(profile=profile, seeds=seeds), ""

@@ -242,6 +242,18 @@ def _reusable(run_dir: Optional[Path], runs: Sequence[Run], identity: dict[str, 
     return reusable
 
 
+def stored_results(runs: Sequence[Run], run_dir: Path, identity: dict[str, str], on_stale: str = "refuse"
+                   ) -> dict[Run, dict[str, Any]]:
+    """The result of each run of ``runs`` whose record in ``run_dir`` may be reused (the rule of
+    :func:`run_sweep`), training nothing: what an unfinished grid has so far.
+
+    Raises:
+        StaleRecordsError: with ``on_stale="refuse"``, when records of other code are found.
+    """
+    found = _reusable(Path(run_dir), list(dict.fromkeys(runs)), identity, on_stale)
+    return {run: record["result"] for run, record in found.items() if record is not None}
+
+
 def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: int = 1,
               address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
               threads_per_run: int = 1, gpus_per_run: Optional[float] = None,
