@@ -264,8 +264,8 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     run_dir = sweep_options.get("run_dir")
     identity = grid_identity(name, profile, Path(run_dir).parents[1] if run_dir is not None else None)
     if stored_only:
-        if run_dir is None or name not in partial_grid_experiments():
-            raise ValueError(f"stored_only needs a runs folder and one of {partial_grid_experiments()}, got {name!r}")
+        if run_dir is None or not getattr(module, "PARTIAL_GRIDS", False):
+            raise ValueError(f"stored_only needs a runs folder and an experiment with PARTIAL_GRIDS, got {name!r}")
         found = stored_results(runs, run_dir, identity, sweep_options.get("on_stale", "refuse"))
         missing = [run.key for run in dict.fromkeys(runs) if run not in found]
         runs = [run for run in runs if run in found]
