@@ -78,15 +78,15 @@ def one_thread() -> Iterator[None]:
 
 @pytest.fixture
 def toy_translation():
-    """A reversal task of 64 training pairs (word-level) with its gold alignment, and sizes for it: a
-    quick-profile ``nmt`` run on it takes seconds. Returns ``(data, alignment, sizes)``."""
+    """A reversal task of 64 training pairs (word-level) and sizes for it: a quick-profile ``nmt`` run on it
+    takes seconds. Returns ``(data, sizes)``."""
     from dataclasses import replace
 
     import torch
 
     from sparse_tutorial.data import Vocabulary
     from sparse_tutorial.experiments import nmt
-    from sparse_tutorial.experiments.nmt_data import AlignedPair, Pair, TranslationData
+    from sparse_tutorial.experiments.nmt_data import Pair, TranslationData
 
     words = [f"w{i}" for i in range(12)]
     generator = torch.Generator().manual_seed(0)
@@ -99,8 +99,24 @@ def toy_translation():
     train, dev, test = [pair() for _ in range(64)], [pair() for _ in range(8)], [pair() for _ in range(12)]
     vocab = Vocabulary.build([p.source for p in train])
     data = TranslationData(train, dev, test, vocab, vocab, {"name": "toy"})
-    aligned = [AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))}, set())
-               for p in train[:40]]
     sizes = replace(nmt.SIZES["quick"], embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=48,
-                    beam_size=2, align_epochs=2, align_batch_tokens=64)
-    return data, (aligned[8:], aligned[:8], {"name": "toy"}), sizes
+                    beam_size=2)
+    return data, sizes
+
+
+@pytest.fixture
+def toy_alignment(toy_translation):
+    """The reversal task's pairs with their gold links (source word ``len − 1 − i`` for target word ``i``), and
+    quick ``alignment`` sizes for them. Returns ``(alignment, sizes)``: 32 training verses, the last 6 of
+    them held out, and 8 test verses."""
+    from dataclasses import replace
+
+    from sparse_tutorial.experiments import alignment
+    from sparse_tutorial.experiments.alignment_data import AlignedPair
+
+    data, _ = toy_translation
+    aligned = [AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))}, set())
+               for p in data.train[:40]]
+    sizes = replace(alignment.SIZES["quick"], corpus=replace(alignment.SIZES["quick"].corpus, n_dev=6),
+                    embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=64, patience=1)
+    return (aligned[8:], aligned[:8], {"name": "toy"}), sizes

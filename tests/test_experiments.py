@@ -57,37 +57,36 @@ def test_command_line(fake_experiment, tmp_path, capsys, monkeypatch):
 
 
 def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
-    """The whole stored-run pipeline on a reversal task: every system from scratch with 3 seeds, and
-    nmt.json's contract (issues 29 and 30): protocol, seeds per system, mechanisms, AER with its controls,
-    and every claim judged by the inference standard, 'not tested' where an arm did not run."""
+    """The whole stored-run pipeline on a reversal task: every system from scratch with 3 seeds (one for the
+    systems named in no claim), and nmt.json's contract (issues 29 and 30): protocol, seeds per system,
+    mechanisms, and every claim judged by the inference standard, 'not tested' where an arm did not run."""
     from dataclasses import replace
 
     from sparse_tutorial.experiments import nmt
     from sparse_tutorial.experiments.inference import VERDICTS
 
-    data, alignment, sizes = toy_translation
-    tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1"), penalty_weights=(0.01, 0.08),
-                   corpus=replace(sizes.corpus, n_align_dev=6), align_patience=1)
+    data, sizes = toy_translation
+    tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1", "+Temp 0.4"),
+                   penalty_weights=(0.01, 0.08), one_seed=("+Temp 0.4",))
     monkeypatch.setitem(nmt.SIZES, "quick", tiny)
-    out = nmt.run("quick", seeds=3, data=data, alignment=alignment, n_examples=2)
-    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy", "+Temp 0.1", "λ = 0.08"}
-    assert all(row["seeds"] == 3 for row in out["table"].values())
+    out = nmt.run("quick", seeds=3, data=data, n_examples=2)
+    assert set(out["table"]) == {"NMT", "+Sparsemax", "+Entropy", "+Temp 0.1", "+Temp 0.4", "λ = 0.08"}
+    assert {arm: row["seeds"] for arm, row in out["table"].items()} == {
+        "NMT": 3, "+Sparsemax": 3, "+Entropy": 3, "+Temp 0.1": 3, "+Temp 0.4": 1, "λ = 0.08": 3}
     assert out["table"]["+Sparsemax"]["zero_share"]["mean"] >= 0 and out["table"]["NMT"]["zero_share"]["mean"] == 0
-    assert all(len(seeded) == 3 and len(seeded[0]["dev_bleu"]) <= tiny.epochs for seeded in out["training"].values())
+    # one budget for every system: no early stopping
+    assert all(len(run["dev_bleu"]) == tiny.epochs for seeded in out["training"].values() for run in seeded)
     assert set(out["training_speed"]) == set(tiny.systems) and out["training_speed"]["NMT"]["overhead"] == 0
-    assert set(out["alignment"]["scores"]) == {"NMT", "+Entropy"} and set(out["alignment"]["controls"]) == {"NMT", "+Entropy"}
     assert len(out["examples"]) == 2 and {"NMT", "reference"} <= set(out["examples"][0])
     assert len(out["heatmaps"]["NMT"]) == nmt.HEATMAPS
     assert json.loads(json.dumps(out)) == out
     checks = out["checks"]
     assert checks["protocol"] == "from scratch" and checks["n_test"] == len(data.test)
-    assert checks["seeds_per_system"] == {arm: 3 for arm in out["table"]}
+    assert checks["seeds_per_system"] == {arm: row["seeds"] for arm, row in out["table"].items()}
+    assert "+Temp 0.4" not in checks["judged_systems"] and "NMT" in checks["judged_systems"]
     assert checks["baseline_bleu_mean"] == out["table"]["NMT"]["bleu"]["mean"] and checks["shuffled_source_bleu_mean"] >= 0
     sparsemax = checks["mechanism"]["+Sparsemax"]
     assert sparsemax["measure"] == "zero_share" and isinstance(sparsemax["acted"], bool)
-    assert checks["aer_seeds"] == 3 and set(checks["aer"]) == {"NMT", "+Entropy"}
-    # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
-    assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
     claims = checks["claims"]
     assert {entry["verdict"] for entry in claims.values()} <= set(VERDICTS)
     assert claims["+Coverage beats NMT (Table I)"]["verdict"] == "not tested"  # +Coverage did not run
@@ -98,18 +97,30 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
     assert (claims["+Sparsemax gains a little over NMT (Table I)"]["verdict"] == "not tested") is (not sparsemax["acted"])
 
 
+def test_the_medium_grid_trains_the_systems_of_no_claim_with_one_seed():
+    from sparse_tutorial.experiments import nmt
+
+    runs = nmt.runs_of("medium", 3)
+    seeds = {}
+    for run in runs:
+        if run.kind == "system":
+            seeds.setdefault(run["temperature"], set()).add(run["seed"])
+    assert seeds[0.6] == seeds[0.4] == {0} and seeds[0.8] == seeds[0.1] == {0, 1, 2}
+    assert len(runs) == 3 * 13 - 2 * 2 + 3 * 4 + 1   # 13 systems, two of them once; 4 more λ; the timing run
+    assert {run.kind for run in runs} == {"system", "speed"}
+
+
 def test_every_system_trains_from_scratch_and_the_delayed_penalty_waits(toy_translation):
-    """A system run trains its own model from its initialisation (no baseline weights) with early stopping,
-    and stores per-verse sums that give back its corpus measures; the remedy's penalty is off for its
-    first epochs."""
+    """A system run trains its own model from its initialisation for every epoch of its budget, and stores
+    per-verse sums that give back its corpus measures; the remedy's penalty is off for its first epochs."""
     from dataclasses import replace
 
     from sparse_tutorial.experiments import nmt
 
-    data, alignment, sizes = toy_translation
-    sizes = replace(sizes, epochs=3, patience=None)
-    out = nmt.execute(nmt.system_run("quick", nmt.SYSTEMS["+Entropy from epoch 3"], 0), data=data,
-                      alignment=alignment, device="cpu", sizes=sizes)
+    data, sizes = toy_translation
+    sizes = replace(sizes, epochs=3)
+    out = nmt.execute(nmt.system_run("quick", nmt.SYSTEMS["+Entropy from epoch 3"], 0), data=data, device="cpu",
+                      sizes=sizes)
     epochs = out["epochs"]
     assert len(epochs["dev_bleu"]) == 3 and len(epochs["dev_entropy"]) == 3
     assert epochs["loss"][:2] == pytest.approx(epochs["nll"][:2]) and epochs["loss"][2] > epochs["nll"][2]
@@ -118,43 +129,53 @@ def test_every_system_trains_from_scratch_and_the_delayed_penalty_waits(toy_tran
     assert len(verses["tokens"]) == len(data.test) == len(out["outputs"]) and len(out["heatmaps"]) == nmt.HEATMAPS
 
 
-def test_every_system_starts_from_the_same_baseline(toy_translation):
-    """Chapter 9's quick protocol: each system loads the seed's baseline weights (the coverage model, which
-    the baseline lacks, starts fresh), and the baseline is trained once and then read from its checkpoint."""
-    from sparse_tutorial.experiments import nmt_finetune as nmt
-    from sparse_tutorial.experiments.nmt_training import SYSTEMS, build_model
-
-    data, _, sizes = toy_translation
-    finetuning = nmt.Finetuning(steps=3, learning_rate=1e-3)
-    weights, history = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
-    again, _ = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
-    assert all(torch.equal(weights[k], again[k]) for k in weights) and len(history["epochs"]) == sizes.epochs
-    for name in ("NMT", "+Coverage", "+Gumbel"):
-        model = build_model(SYSTEMS[name], sizes, len(data.src_vocab), len(data.tgt_vocab))
-        missing, unexpected = model.load_state_dict(weights, strict=False)
-        assert not unexpected and all("coverage" in k or k.startswith("eval_attention.") for k in missing)
-    _, history = nmt.finetune(SYSTEMS["+Coverage"], weights, data, sizes, finetuning, 0, "cpu")
-    assert 0 < len(history.steps) <= finetuning.steps
-    with pytest.raises(ValueError, match="do not fit"):
-        nmt.finetune(SYSTEMS["NMT"], {**weights, "extra.weight": torch.zeros(1)}, data, sizes, finetuning, 0, "cpu")
-
-
-def test_run_system_takes_a_reader_loss(toy_translation):
-    """``run_system(..., loss_fn=...)`` trains with the reader's loss instead of the system's."""
-    from sparse_tutorial.experiments import nmt_finetune as nmt
+def test_the_chapters_quick_systems_are_trained_once_and_then_loaded(toy_translation, monkeypatch, tmp_path):
+    """Chapters 8 and 9 share their quick systems through the checkpoint cache: the first call trains (from
+    scratch, as the stored grid does), the second loads the same weights, history and dev measures."""
+    from sparse_tutorial.experiments import nmt_checkpoints
     from sparse_tutorial.experiments.nmt_training import SYSTEMS
-    from sparse_tutorial.models.seq2seq import seq2seq_loss
 
-    data, _, sizes = toy_translation
-    weights, _ = nmt.baseline_weights("quick", 0, data, "cpu", sizes)
-    calls = []
+    monkeypatch.setattr(nmt_checkpoints, "cache_dir", lambda: tmp_path)
+    data, sizes = toy_translation
+    first = nmt_checkpoints.trained_system("+Entropy", "quick", 0, data, "cpu", sizes)
+    path = nmt_checkpoints.checkpoint_path("+Entropy", "quick", 0, data, sizes)
+    assert path.exists() and path.parent == tmp_path / "checkpoints"
+    assert path != nmt_checkpoints.checkpoint_path("NMT", "quick", 0, data, sizes)
+    monkeypatch.setattr(nmt_checkpoints, "train_system", lambda *args, **kwargs: pytest.fail("trained again"))
+    again = nmt_checkpoints.trained_system("+Entropy", "quick", 0, data, "cpu", sizes)
+    assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()))
+    assert again.history.epochs == first.history.epochs and len(again.history.epochs) == sizes.epochs
+    assert again.dev_attention == first.dev_attention and len(again.dev_attention) == sizes.epochs
+    assert again.history.best_epoch == first.history.best_epoch and SYSTEMS["+Entropy"].penalty == "entropy"
 
-    def my_loss(model, batch):
-        calls.append(1)
-        return seq2seq_loss(model, batch, penalty="entropy", lam=0.5)
 
-    result = nmt.run_system(SYSTEMS["NMT"], weights, data, sizes, nmt.Finetuning(3, 1e-3), 0, "cpu", loss_fn=my_loss)
-    assert len(calls) == len(result.history.steps) > 0 and "bleu" in result.metrics
+def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
+    """Table III's experiment on the reversal task: aligners with 3 seeds, their controls, the aligners
+    without attention, and alignment.json's contract (issue 29): AER per system with its seeds, the
+    diagonal's AER and the claims, 'not tested' where an arm did not run or fails its controls."""
+    from sparse_tutorial.experiments import alignment
+    from sparse_tutorial.experiments.inference import VERDICTS
+
+    corpus, sizes = toy_alignment
+    monkeypatch.setitem(alignment.SIZES, "quick", sizes)
+    out = alignment.run("quick", seeds=3, alignment=corpus)
+    assert set(out["scores"]) == set(out["controls"]) == set(sizes.systems) == {"NMT", "+Entropy"}
+    assert all(len(seeded) == 3 and len(seeded[0]["dev_nll"]) <= sizes.epochs for seeded in out["per_seed"].values())
+    assert out["corpus"]["train_pairs"] == 26 and out["corpus"]["dev_pairs"] == 6 and out["corpus"]["test_pairs"] == 8
+    example = out["examples"][0]
+    assert set(example["attention"]) == {"NMT", "+Entropy"}
+    assert len(example["attention"]["NMT"]) == len(example["target"]) and len(example["attention"]["NMT"][0]) == len(example["source"])
+    assert json.loads(json.dumps(out)) == out
+    checks = out["checks"]
+    assert checks["aer_seeds"] == 3 and set(checks["aer"]) == {"NMT", "+Entropy"}
+    # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
+    assert checks["aer_diagonal"] > 0.5 and 0 <= checks["aer_ibm1"] <= 1
+    assert checks["nmt_below_diagonal"] == (checks["aer"]["NMT"] < checks["aer_diagonal"])
+    claims = checks["claims"]
+    assert {entry["verdict"] for entry in claims.values()} <= set(VERDICTS)
+    assert claims["+Coverage lowers AER (Table III)"]["verdict"] == "not tested"  # +Coverage did not run
+    passes = out["controls"]["NMT"]["passes"] and out["controls"]["+Entropy"]["passes"]
+    assert (claims["+Entropy lowers AER (Table III)"]["verdict"] == "not tested") is (not passes)
 
 
 def test_translation_data_from_both_german_versions():

@@ -3,7 +3,7 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import classification, classification_data, explanation, nmt, summarization
+from sparse_tutorial.experiments import alignment, classification, classification_data, explanation, nmt, summarization
 
 
 def no_training(*args, **kwargs):
@@ -18,13 +18,13 @@ def empty_task_cache():
     classification.cached_task.cache_clear()
 
 
-def test_nmt_loads_its_corpora_before_training(tmp_path, monkeypatch, toy_translation):
+@pytest.mark.parametrize("module, trainer, corpus", [(nmt, "train_system", "bible"),
+                                                      (alignment, "run_alignment", "bible_alignments")])
+def test_translation_and_alignment_load_their_corpus_in_their_grid(tmp_path, monkeypatch, module, trainer, corpus):
     monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(nmt, "train_system", no_training)
-    monkeypatch.setattr(nmt, "run_alignment", no_training)
-    data = toy_translation[0]
-    with pytest.raises(CorpusNotFetchedError, match="python -m sparse_tutorial.data fetch bible"):
-        nmt.run("quick", seeds=1, data=data, device="cpu")
+    monkeypatch.setattr(module, trainer, no_training)
+    with pytest.raises(CorpusNotFetchedError, match=f"python -m sparse_tutorial.data fetch {corpus}"):
+        module.grid("quick", seeds=1)
 
 
 def test_classification_loads_every_task_before_training(monkeypatch, empty_task_cache):

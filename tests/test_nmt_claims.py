@@ -1,12 +1,11 @@
 """Issues 29-30: chapter 9's claims are fixed before the run, judged by the inference standard, and 'not
-tested' when an intervention did not act or the aligners fail their controls."""
+tested' when an intervention did not act (translation) or the aligners fail their controls (Table III)."""
 import numpy as np
 import pytest
 
-from sparse_tutorial.experiments.inference import bleu_statistics, bleu_score, compare, ratio_score
-from sparse_tutorial.experiments.nmt_claims import (
-    ALIGNMENT_CLAIMS, MECHANISMS, TRANSLATION_CLAIMS, alignment_controls, judge, mechanism_table,
-)
+from sparse_tutorial.experiments import alignment_claims
+from sparse_tutorial.experiments.inference import aer_score, bleu_statistics, bleu_score, compare, ratio_score
+from sparse_tutorial.experiments.nmt_claims import CLAIMS, MECHANISMS, judge, mechanism_table
 from sparse_tutorial.experiments.nmt_results import converged
 
 REFERENCES = [[f"and god said let there be light number {i} ."] for i in range(60)]
@@ -30,38 +29,37 @@ def test_a_claim_can_be_contradicted_and_an_idle_intervention_is_not_tested():
                 ("+Entropy", "+L∞", "bleu"): compare(bleu_arm(GOOD), bleu_arm(POOR), score=bleu_score)}
     mechanisms = mechanism_table(evidence)
     assert mechanisms["+Entropy"]["acted"] and not mechanisms["+L∞"]["acted"]
-    claims = judge(evidence, mechanisms, controls=None)
+    claims = judge(evidence, mechanisms)
     assert claims["+Entropy beats NMT (Table I)"]["verdict"] == "✗"
     assert claims["+Entropy lowers the entropy per token (Table I)"]["verdict"] == "✓"
     idle = claims["+Entropy beats +L∞ (Table I)"]
     assert idle["verdict"] == "not tested" and "+L∞ did not move its max_weight" in idle["reason"]
     assert claims["+Coverage beats NMT (Table I)"]["verdict"] == "not tested"  # not run
-    assert claims["+Entropy lowers AER (Table III)"]["verdict"] == "not tested"
 
 
 def test_alignment_claims_wait_for_aligners_that_read_their_source():
     reads = {"test_nll": 3.0, "shuffled_source_nll": 4.0, "entropy_per_token": 1.0}
     ignores = {"test_nll": 3.0, "shuffled_source_nll": 3.01, "entropy_per_token": 2.9}
-    controls = alignment_controls({"NMT": [reads] * 3, "+Entropy": [ignores] * 3}, uniform_entropy=3.0)
+    controls = alignment_claims.alignment_controls({"NMT": [reads] * 3, "+Entropy": [ignores] * 3}, uniform_entropy=3.0)
     assert controls["NMT"]["passes"] and not controls["+Entropy"]["passes"]
     rng = np.random.default_rng(0)
     counts = lambda hits: np.stack([np.stack([rng.binomial(5, hits, 40), rng.binomial(5, hits, 40),  # noqa: E731
                                               np.full(40, 5), np.full(40, 5)], axis=-1) for _ in range(3)])
-    from sparse_tutorial.experiments.inference import aer_score
-    evidence = {("+Entropy", "NMT", "aer"): compare(counts(0.8), counts(0.3), score=aer_score)}
-    claims = judge(evidence, {}, controls)
+    evidence = {("+Entropy", "NMT"): compare(counts(0.8), counts(0.3), score=aer_score)}
+    claims = alignment_claims.judge(evidence, controls)
     assert claims["+Entropy lowers AER (Table III)"]["verdict"] == "not tested"
     assert "+Entropy" in claims["+Entropy lowers AER (Table III)"]["reason"]
+    assert claims["+Coverage lowers AER (Table III)"]["verdict"] == "not tested"  # not run
     controls["+Entropy"]["passes"] = True
-    assert judge(evidence, {}, controls)["+Entropy lowers AER (Table III)"]["verdict"] == "✓"
+    assert alignment_claims.judge(evidence, controls)["+Entropy lowers AER (Table III)"]["verdict"] == "✓"
 
 
 def test_the_claims_are_fixed_with_margins_and_name_their_table():
-    for name, comparison in {**TRANSLATION_CLAIMS, **ALIGNMENT_CLAIMS}.items():
+    for name, comparison in {**CLAIMS, **alignment_claims.CLAIMS}.items():
         assert "Table" in name and "Table" in comparison.claim.paper
         if comparison.claim.kind in ("equivalent", "not_greater", "not_less"):
             assert comparison.claim.margin > 0
-    assert {arm for arm, _ in ((c.a, c.b) for c in TRANSLATION_CLAIMS.values())} - set(MECHANISMS) <= {"+Gumbel", "NMT"}
+    assert {arm for arm, _ in ((c.a, c.b) for c in CLAIMS.values())} - set(MECHANISMS) <= {"+Gumbel", "NMT"}
 
 
 @pytest.mark.parametrize("dev_bleu, plateau", [([1.0, 5.0, 9.0, 9.2, 9.1], True), ([1.0, 5.0, 9.0], False),

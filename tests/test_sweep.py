@@ -11,7 +11,6 @@ from sparse_tutorial.experiments.sweep import Run, RayMissingError, run_sweep
 
 
 TOY_RUNS = [nmt.system_run("quick", nmt.SYSTEMS[name], seed) for name in ("NMT", "+Sparsemax") for seed in (0, 1)]
-TOY_RUNS += [Run.of("alignment", profile="quick", system="+Entropy", seed=0)]
 
 
 def without_timings(result: dict) -> dict:
@@ -22,8 +21,8 @@ def without_timings(result: dict) -> dict:
 
 def test_runs_give_the_same_numbers_serially_and_in_two_ray_workers(tmp_path, toy_translation):
     ray = pytest.importorskip("ray")
-    data, alignment, sizes = toy_translation
-    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu", sizes=sizes)
+    data, sizes = toy_translation
+    execute = functools.partial(nmt.execute, data=data, device="cpu", sizes=sizes)
     serial = run_sweep(TOY_RUNS, execute, threads_per_run=1, progress=False)
     try:
         parallel = run_sweep(TOY_RUNS, execute, workers=2, threads_per_run=1, run_dir=tmp_path, progress=False)
@@ -108,8 +107,8 @@ def test_without_ray_the_command_line_runs_serially_and_says_how_to_parallelise(
 def test_without_ray_local_processes_give_the_serial_numbers(tmp_path, toy_translation, monkeypatch):
     """``workers=2`` without Ray: two spawned processes share the grid and store the same records."""
     monkeypatch.setattr(sweep, "ray_available", lambda: False)
-    data, alignment, sizes = toy_translation
-    execute = functools.partial(nmt.execute, data=data, alignment=alignment, device="cpu", sizes=sizes)
+    data, sizes = toy_translation
+    execute = functools.partial(nmt.execute, data=data, device="cpu", sizes=sizes)
     serial = run_sweep(TOY_RUNS[:3], execute, threads_per_run=1, progress=False)
     parallel = run_sweep(TOY_RUNS[:3], execute, workers=2, threads_per_run=1, run_dir=tmp_path, progress=False)
     assert [without_timings(r) for r in parallel] == [without_timings(r) for r in serial]

@@ -61,8 +61,8 @@ PIPELINES = ("nmt", "summarization", "classification", "interpretability", "expl
 """The experiments whose first full-profile run :func:`one_epoch` executes."""
 EVALUATION_CAP = 200
 """Dev and test items kept in :func:`one_epoch` (the full profiles evaluate on 1,000-2,000)."""
-CUT_TO_ONE = {"epochs", "align_epochs"}
-CUT_TO_CAP = {"n_dev", "n_test", "n_align_test", "n_align_dev"}
+CUT_TO_ONE = {"epochs"}
+CUT_TO_CAP = {"n_dev", "n_test"}
 PARTS = ("tests", "timings", "loop", "chapters", "one_epoch")
 """The parts of the check, in the order they run (``--parts``)."""
 LOOP_STEPS = 64

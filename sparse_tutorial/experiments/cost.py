@@ -44,12 +44,12 @@ def gpu_check(path: Path | None = None) -> dict[str, Any]:
 
 
 def most_epochs(sizes: Any) -> int:
-    """The largest ``epochs`` (or ``align_epochs``) field in ``sizes``, through nested dataclasses and dicts."""
+    """The largest ``epochs`` field in ``sizes``, through nested dataclasses and dicts."""
     if isinstance(sizes, dict):
         return max((most_epochs(value) for value in sizes.values()), default=0)
     if not dataclasses.is_dataclass(sizes):
         return 0
-    found = [getattr(sizes, f.name) for f in dataclasses.fields(sizes) if f.name in ("epochs", "align_epochs")]
+    found = [getattr(sizes, f.name) for f in dataclasses.fields(sizes) if f.name == "epochs"]
     nested = [most_epochs(getattr(sizes, f.name)) for f in dataclasses.fields(sizes)]
     return max([value for value in found if isinstance(value, int)] + nested + [0])
 

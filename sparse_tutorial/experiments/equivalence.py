@@ -62,10 +62,11 @@ def _shrink_tasks(sizes: Any, **fields: Any) -> Any:
 
 SHRINK: dict[str, Callable[[Any], Any]] = {
     "nmt": lambda s: replace(
-        s, corpus=replace(s.corpus, n_train=400, n_dev=20, n_test=20, vocab_size=300, n_align_train=200,
-                          n_align_test=30, n_align_dev=20 if s.corpus.n_align_dev else 0),
-        embedding_dim=12, hidden_dim=12, batch_tokens=400, epochs=2, patience=1 if s.patience else None,
-        beam_size=2, align_epochs=2, align_batch_tokens=400, align_patience=1 if s.align_patience else None),
+        s, corpus=replace(s.corpus, n_train=400, n_dev=20, n_test=20, vocab_size=300),
+        embedding_dim=12, hidden_dim=12, batch_tokens=400, epochs=2, beam_size=2),
+    "alignment": lambda s: replace(
+        s, corpus=replace(s.corpus, n_train=200, n_test=30, n_dev=20), embedding_dim=12, hidden_dim=12,
+        batch_tokens=400, epochs=2, patience=1 if s.patience else None, ibm1_iterations=2),
     "summarization": lambda s: replace(s, n_train=300, n_dev=20, n_test=20, vocab_size=400, embedding_dim=8,
                                        hidden_dim=8, epochs=1, beam_size=2),
     "classification": lambda s: replace(s, n_train=300, epochs=2, patience=1 if s.patience else None),

@@ -19,9 +19,9 @@ NMT                softmax                     --        --
 +Cov+Ent           softmax                     neural    entropy, λ = 0.01
 =================  ==========================  ========  =====================
 
-plus our remedy (+Entropy switched on from epoch 3), the λ sweep of +Entropy (Table IV), word alignment
-(Table III, :mod:`~sparse_tutorial.experiments.nmt_alignment`) and one timing run. This module is the
-experiment's grid of runs and what each run computes; :mod:`~sparse_tutorial.experiments.nmt_results`
+plus our remedy (+Entropy switched on from epoch 3), the λ sweep of +Entropy (Table IV) and one timing
+run. Word alignment (Table III) is experiment :mod:`~sparse_tutorial.experiments.alignment`. This module is
+the experiment's grid of runs and what each run computes; :mod:`~sparse_tutorial.experiments.nmt_results`
 assembles ``nmt.json`` from them and judges the claims.
 
 ``python -m sparse_tutorial.experiments nmt --profile medium --seeds 3 --workers 2`` writes
@@ -37,12 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from sparse_tutorial.experiments.nmt_alignment import baseline_alignment_scores, run_alignment
-from sparse_tutorial.experiments.nmt_data import Alignment, Pair, TranslationData, corpora
+from sparse_tutorial.experiments.nmt_data import Pair, TranslationData, translation_corpus
 from sparse_tutorial.experiments.nmt_results import assemble
 from sparse_tutorial.experiments.nmt_training import (
-    HEADLINE, SIZES, SYSTEMS, Sizes, System, attention_measures, build_model, loss_for, test_system, train_system,
-    training_speed, verse_measures,
+    HEADLINE, SIZES, SYSTEMS, Sizes, System, test_system, train_system, training_speed, verse_measures,
 )
 from sparse_tutorial.experiments.sweep import Run, run_sweep
 from sparse_tutorial.metrics import repeated_ngram_fraction
@@ -62,62 +60,45 @@ def system_run(profile: str, system: System, seed: int) -> Run:
     return Run.of("system", profile=profile, seed=seed, **asdict(system))
 
 
-def grid(profile: str, seeds: int) -> list[Run]:
+def runs_of(profile: str, seeds: int) -> list[Run]:
     """Every run of the experiment at ``profile`` with seeds ``0 … seeds − 1``, in the order a sweep trains
-    them: the systems of the paper's main claims (:data:`HEADLINE`), the alignment models and their
-    baselines, the other systems, the λ sweep, and the timing run. Loads (and so checks) both corpora first."""
-    _corpora(profile)
+    them: the systems of the paper's main claims (:data:`HEADLINE`), the other systems (those of
+    ``one_seed`` with seed 0 only), the λ sweep, and the timing run."""
     sizes = SIZES[profile]
     headline = [n for n in HEADLINE if n in sizes.systems]
     others = [n for n in sizes.systems if n not in HEADLINE]
     sweep = [System(penalty="entropy", penalty_weight=lam) for lam in sizes.penalty_weights]
     runs = ([system_run(profile, SYSTEMS[n], seed) for seed in range(seeds) for n in headline]
-            + [Run.of("alignment", profile=profile, system=n, seed=seed)
-               for seed in range(seeds) for n in sizes.alignment_systems]
-            + ([Run.of("alignment-baselines", profile=profile)] if sizes.alignment_systems else [])
-            + [system_run(profile, SYSTEMS[n], seed) for seed in range(seeds) for n in others]
+            + [system_run(profile, SYSTEMS[n], seed) for seed in range(seeds) for n in others
+               if seed == 0 or n not in sizes.one_seed]
             + [system_run(profile, system, seed) for seed in range(seeds) for system in sweep]
             + [Run.of("speed", profile=profile)])
     return list(dict.fromkeys(runs))
 
 
-def _corpora(profile: str, data: TranslationData | None = None, alignment: Alignment | None = None
-             ) -> tuple[TranslationData, Alignment | None]:
-    """The corpora of ``profile``, ``data`` and ``alignment`` where given (tests), else loaded once per process."""
-    sizes = SIZES[profile]
-    loaded = (None, None) if data is not None and (alignment is not None or not sizes.alignment_systems) \
-        else corpora(sizes.corpus, bool(sizes.alignment_systems))
-    return (data if data is not None else loaded[0]), (alignment if alignment is not None else loaded[1])
+def grid(profile: str, seeds: int) -> list[Run]:
+    """:func:`runs_of`, after loading (and so checking) the corpus."""
+    translation_corpus(SIZES[profile].corpus)
+    return runs_of(profile, seeds)
 
 
-def execute(run: Run, data: TranslationData | None = None, alignment: Alignment | None = None,
-            device: torch.device | str | None = None, sizes: Sizes | None = None) -> dict[str, Any]:
-    """One run of :func:`grid`; ``data``, ``alignment``, ``device`` and ``sizes`` override the corpora,
+def execute(run: Run, data: TranslationData | None = None, device: torch.device | str | None = None,
+            sizes: Sizes | None = None) -> dict[str, Any]:
+    """One run of :func:`grid`; ``data``, ``device`` and ``sizes`` override the corpus,
     :func:`~sparse_tutorial.profiles.default_device` and the profile's :data:`SIZES` (tests).
 
     Returns:
         ``system``: the test ``metrics`` (:func:`~sparse_tutorial.experiments.nmt_training.test_system`,
         with ``max_weight`` and ``repeated_bigrams``), the detokenized test ``outputs``, the per-verse sums of
         the attention measures (``verses``), per epoch the dev BLEU, training loss, NLL and attention
-        entropy and the dev attention's entropy and first-token sink share (``epochs``), ``best_epoch``,
-        ``stopped_early`` and :data:`HEATMAPS` attention ``heatmaps``; ``alignment``: AER, SAER, argmax
-        agreement, the per-verse AER counts, the dev NLL per epoch, the source-shuffle NLL control and the
-        attention measures; ``alignment-baselines``: the diagonal's and IBM Model 1's AER; ``speed``:
+        entropy and the dev attention's entropy and first-token sink share (``epochs``), ``best_epoch`` and
+        :data:`HEATMAPS` attention ``heatmaps``; ``speed``:
         :func:`~sparse_tutorial.experiments.nmt_training.training_speed` of every system of the profile.
     """
     profile = run["profile"]
     sizes = sizes or SIZES[profile]
     device = torch.device(device) if device is not None else default_device()
-    data, alignment = _corpora(profile, data, alignment)
-    if run.kind == "alignment-baselines":
-        return baseline_alignment_scores(*alignment[:2])
-    if run.kind == "alignment":
-        system = SYSTEMS[run["system"]]
-        scores, attention = run_alignment(
-            lambda src_vocab, tgt_vocab: build_model(system, sizes, src_vocab, tgt_vocab), loss_for(system),
-            alignment[0], alignment[1], sizes.align_epochs, sizes.align_batch_tokens, sizes.learning_rate,
-            run["seed"], device, n_dev=sizes.corpus.n_align_dev, patience=sizes.align_patience)
-        return {**scores, **attention_measures(attention)}
+    data = data if data is not None else translation_corpus(sizes.corpus)
     if run.kind == "speed":
         return training_speed(data, sizes, sizes.systems, device)
     system = System(**{field.name: run[field.name] for field in fields(System)})
@@ -134,22 +115,21 @@ def execute(run: Run, data: TranslationData | None = None, alignment: Alignment 
                        "dev_entropy": [m["entropy_per_token"] for m in dev_attention],
                        "dev_sink_first": [m["sink_share_first"] for m in dev_attention],
                        "seconds": np.cumsum([e["seconds"] for e in epochs]).tolist()},
-            "best_epoch": history.best_epoch, "stopped_early": history.stopped_early,
+            "best_epoch": history.best_epoch,
             "heatmaps": [{"source": data.test[i].source, "output": outputs[i], "attention": attention[i].tolist()}
                          for i in heatmap_indices(data.test, HEATMAPS)]}
 
 
-def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None,
-        alignment: Alignment | None = None, n_examples: int = 8,
+def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None, n_examples: int = 8,
         device: torch.device | str | None = None) -> dict[str, Any]:
     """All of the experiment's measurements at ``profile`` size, the runs one after another in this process;
-    ``data`` and ``alignment`` override the corpora (tests); ``device`` defaults to
+    ``data`` overrides the corpus (tests); ``device`` defaults to
     :func:`~sparse_tutorial.profiles.default_device` (CUDA when present, else the CPU)."""
-    data, alignment = _corpora(profile, data, alignment)
-    runs = grid(profile, seeds)
-    results = run_sweep(runs, functools.partial(execute, data=data, alignment=alignment, device=device),
+    data = data if data is not None else translation_corpus(SIZES[profile].corpus)
+    runs = runs_of(profile, seeds)
+    results = run_sweep(runs, functools.partial(execute, data=data, device=device),
                         threads_per_run=SIZES[profile].threads, progress=False)
-    return assemble(profile, seeds, runs, results, data, alignment, n_examples)
+    return assemble(profile, seeds, runs, results, data, n_examples)
 
 
 def heatmap_indices(pairs: list[Pair], count: int) -> list[int]:

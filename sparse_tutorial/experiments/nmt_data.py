@@ -1,31 +1,27 @@
-"""The corpora of experiment ``nmt`` (chapters 8-9): Bible German→English in BPE pieces, and the manually
-word-aligned Greek→English verses of Table III.
+"""The corpus of experiment ``nmt`` (chapters 8-9): Bible German→English in BPE pieces.
 
 Translation: the training split holds every verse twice, once from each German version (Elberfelder 1932
 and Schlachter 1951, :mod:`sparse_tutorial.data.bible`) with the World English Bible as target, which
 doubles the training pairs at no cost in test difficulty; dev and test translate the Elberfelder only and
 are scored against all three English versions (WEB, KJV, BBE). One joint BPE model
 (:class:`~sparse_tutorial.data.subwords.SubwordVocabulary`) is learned on the training split's German and
-English sentences. Alignment stays at the word level, because the gold links join words.
+English sentences.
 """
 from __future__ import annotations
 
 import functools
 import random
-import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol, Sequence
 
-from sparse_tutorial.data import CORPORA, Vocabulary, load
+from sparse_tutorial.data import Vocabulary, load
 from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.data.subwords import SubwordVocabulary
 from sparse_tutorial.metrics import corpus_bleu, corpus_chrf
 from sparse_tutorial.models.seq2seq import TranslationBatch, make_batch
 
 BOS_ID, EOS_ID = Vocabulary.bos_id, Vocabulary.eos_id
-ALIGNMENT_CORPUS = "bible_alignments"
-"""The data package's name of the manually word-aligned Greek-English corpus (Table III)."""
 
 
 class TokenVocabulary(Protocol):
@@ -48,19 +44,6 @@ class Pair(NamedTuple):
     references: list[str]
 
 
-class AlignedPair(NamedTuple):
-    """A pair of word lists with gold alignment: ``(source_index, target_index)`` sure and possible links."""
-
-    source: list[str]
-    target: list[str]
-    sure: set[tuple[int, int]]
-    possible: set[tuple[int, int]]
-
-
-Alignment = tuple[list[AlignedPair], list[AlignedPair], dict[str, Any]]
-"""Greek→English training and test verses with gold links, and their provenance."""
-
-
 @dataclass(frozen=True)
 class CorpusSizes:
     """Which verses of the corpora a profile uses.
@@ -70,12 +53,8 @@ class CorpusSizes:
         max_len: pairs longer than this on either side (in pieces) are left out.
         vocab_size: BPE pieces of the joint vocabulary.
         german: the German versions that are training sources.
-        n_align_train, n_align_test, max_align_len: the aligned Greek-English verses (words).
         sample_seed: with a seed, dev and test are drawn at random from the whole Bible's splits; without,
             they are the first verses of the splits in canonical order (Genesis first).
-        n_align_dev: aligned training verses held out to stop the aligners' training (no gold link used).
-        greek_stem: with a length, each Greek word becomes its first ``greek_stem`` letters without accents
-            (fewer, more frequent source types); IBM Model 1 reads the same tokens.
     """
 
     n_train: int
@@ -84,12 +63,7 @@ class CorpusSizes:
     max_len: int
     vocab_size: int
     german: tuple[str, ...]
-    n_align_train: int
-    n_align_test: int
-    max_align_len: int
     sample_seed: int | None = None
-    n_align_dev: int = 0
-    greek_stem: int | None = None
 
 
 @dataclass
@@ -175,54 +149,12 @@ def _drawn(pairs: list[Pair], n: int, seed: int | None) -> list[Pair]:
     return [pairs[i] for i in sorted(random.Random(seed).sample(range(len(pairs)), min(n, len(pairs))))]
 
 
-def word_data(pairs: Sequence[AlignedPair], min_freq: int = 1) -> TranslationData:
-    """Word-level training data from aligned verses (vocabularies from ``pairs``), for the alignment models."""
-    train = [Pair(p.source, p.target, [" ".join(p.target)]) for p in pairs]
-    return TranslationData(train, [], [], Vocabulary.build([p.source for p in train], min_freq),
-                           Vocabulary.build([p.target for p in train], min_freq), {})
-
-
-def load_alignment_data(sizes: CorpusSizes) -> Alignment | None:
-    """Greek→English verses with manual alignments (:mod:`sparse_tutorial.data.bible_alignments`), words
-    lower-cased, verses longer than ``sizes.max_align_len`` left out: (train, test, provenance); test comes
-    from the corpus's test split. ``None`` while the data package has no such corpus."""
-    if ALIGNMENT_CORPUS not in CORPORA:
-        return None
-    corpus = load(ALIGNMENT_CORPUS, verbose=False)
-
-    def source_word(word: str) -> str:
-        return word.lower() if sizes.greek_stem is None else greek_stem(word, sizes.greek_stem)
-
-    def convert(verses: Sequence[Any], n: int) -> list[AlignedPair]:
-        out = [AlignedPair([source_word(w) for w in v.source_tokens], [w.lower() for w in v.target_tokens],
-                           set(map(tuple, v.sure)), set(map(tuple, v.possible)))
-               for v in verses if max(len(v.source_tokens), len(v.target_tokens)) <= sizes.max_align_len]
-        return out[:n]
-
-    train = convert(corpus.train + corpus.dev, sizes.n_align_train)
-    test = convert(corpus.test, sizes.n_align_test)
-    provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
-    return train, test, {**provenance, "parse_report": corpus.report.line(), "max_len": sizes.max_align_len,
-                         "source_tokens": "words" if sizes.greek_stem is None else
-                         f"the first {sizes.greek_stem} letters of each word, accents removed"}
-
-
-def greek_stem(word: str, letters: int) -> str:
-    """``word`` lower-cased without accents or breathings, cut to its first ``letters`` letters: a crude stem
-    that maps the many inflected forms of a Greek word to fewer source types (λόγος, λόγου, λόγῳ → λογος,
-    λογου, λογω at 6 letters; ἀγαπητοί → αγαπητ)."""
-    plain = "".join(c for c in unicodedata.normalize("NFD", word.lower()) if not unicodedata.combining(c))
-    return plain[:letters]
-
-
 @functools.lru_cache(maxsize=None)
-def _loaded(load: Callable[[CorpusSizes], Any], sizes: CorpusSizes, cache: Path) -> Any:
-    """``load(sizes)``, once per process for each ``sizes`` and data cache folder."""
-    return load(sizes)
+def _loaded(sizes: CorpusSizes, cache: Path) -> TranslationData:
+    return load_translation_data(sizes)
 
 
-def corpora(sizes: CorpusSizes, alignment: bool) -> tuple[TranslationData, Alignment | None]:
-    """The translation corpus of ``sizes`` and, with ``alignment``, the aligned verses, each loaded once per
-    process (so a corpus that is not fetched fails before any training)."""
-    data = _loaded(load_translation_data, sizes, cache_dir())
-    return data, (_loaded(load_alignment_data, sizes, cache_dir()) if alignment else None)
+def translation_corpus(sizes: CorpusSizes) -> TranslationData:
+    """:func:`load_translation_data`, once per process for each ``sizes`` and data cache folder (so a corpus
+    that is not fetched fails before any training)."""
+    return _loaded(sizes, cache_dir())

@@ -2,24 +2,21 @@
 
 Table I per seed and averaged, how each system converged (dev BLEU per epoch, the best epoch, whether the
 last epochs still gained), what each intervention did to its own mechanism measure (:data:`~sparse_tutorial.
-experiments.nmt_claims.MECHANISMS`, with seed-and-verse intervals), the λ sweep, the alignment scores with
-their controls, training speed, examples, heatmaps, and in ``checks`` the headline numbers and every claim
-judged by the inference standard (:mod:`~sparse_tutorial.experiments.nmt_claims`). Nothing here changes
+experiments.nmt_claims.MECHANISMS`, with seed-and-verse intervals), the λ sweep, training speed, examples,
+heatmaps, and in ``checks`` the headline numbers and every claim judged by the inference standard
+(:mod:`~sparse_tutorial.experiments.nmt_claims`). Nothing here changes
 what a run computes, so editing this module never makes stored runs stale.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, fields
 from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import Evidence, aer_score, bleu_score, bleu_statistics, compare, ratio_score
-from sparse_tutorial.experiments.nmt_claims import (
-    ALIGNMENT_CLAIMS, MECHANISMS, TRANSLATION_CLAIMS, alignment_controls, judge, mechanism_table,
-)
-from sparse_tutorial.experiments.nmt_data import Alignment, TranslationData, corpora
+from sparse_tutorial.experiments.inference import MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score
+from sparse_tutorial.experiments.nmt_claims import CLAIMS, MECHANISMS, judge, mechanism_table
+from sparse_tutorial.experiments.nmt_data import TranslationData, translation_corpus
 from sparse_tutorial.experiments.nmt_training import SIZES, SYSTEMS, System
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
@@ -41,7 +38,7 @@ def arm_name(system: System) -> str:
 
 def converged(dev_bleu: Sequence[float]) -> dict[str, Any]:
     """``{"best_epoch", "epochs", "last_gain", "plateau"}``: the last epoch's dev BLEU gain over the best
-    epoch before it (≤ 0 once early stopping has waited its patience); ``plateau`` when below :data:`PLATEAU_BLEU`."""
+    epoch before it; ``plateau`` when below :data:`PLATEAU_BLEU`."""
     best = int(np.argmax(dev_bleu))
     gain = dev_bleu[-1] - max(dev_bleu[:-1]) if len(dev_bleu) > 1 else float("nan")
     return {"best_epoch": best, "epochs": len(dev_bleu), "last_gain": gain,
@@ -54,21 +51,15 @@ def _stack(runs: list[dict[str, Any]], numerator: str, denominator: str) -> np.n
 
 
 def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[dict[str, Any]],
-             data: TranslationData | None = None, alignment: Alignment | None = None,
-             n_examples: int = 8) -> dict[str, Any]:
+             data: TranslationData | None = None, n_examples: int = 8) -> dict[str, Any]:
     """``nmt.json`` from the results of the grid's runs (see the module docstring)."""
     sizes = SIZES[profile]
-    if data is None or (alignment is None and sizes.alignment_systems):
-        loaded = corpora(sizes.corpus, bool(sizes.alignment_systems))
-        data, alignment = data or loaded[0], alignment or loaded[1]
+    data = data if data is not None else translation_corpus(sizes.corpus)
     systems: dict[str, list[dict[str, Any]]] = {}
-    aligners: dict[str, list[dict[str, Any]]] = {}
     single: dict[str, dict[str, Any]] = {}
     for run, result in sorted(zip(runs, results), key=lambda pair: pair[0].get("seed", 0)):
         if run.kind == "system":
             systems.setdefault(arm_name(System(**{f.name: run[f.name] for f in fields(System)})), []).append(result)
-        elif run.kind == "alignment":
-            aligners.setdefault(run["system"], []).append(result)
         else:
             single[run.kind] = result
     references = [p.references for p in data.test]
@@ -76,12 +67,6 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
                   for arm, seeded in systems.items()}
 
     def evidence(a: str, b: str, measure: str) -> Evidence | None:
-        if measure == "aer":  # per-verse counts exist where the profile holds out dev verses for the aligners
-            if a not in aligners or b not in aligners or not all("verses" in r for r in aligners[a] + aligners[b]):
-                return None
-            stacked = [np.stack([np.stack([r["verses"][k] for k in ("sure_hits", "possible_hits", "links", "sure")], axis=-1)
-                                 for r in group]) for group in (aligners[a], aligners[b])]
-            return compare(*stacked, score=aer_score, what="AER")
         if a not in systems or b not in systems:
             return None
         if measure == "bleu":
@@ -89,7 +74,7 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         parts = VERSE_MEASURES[measure]
         return compare(_stack(systems[a], *parts), _stack(systems[b], *parts), score=ratio_score, what=measure)
 
-    wanted = {(c.a, c.b, c.measure) for c in (*TRANSLATION_CLAIMS.values(), *ALIGNMENT_CLAIMS.values())}
+    wanted = {(c.a, c.b, c.measure) for c in CLAIMS.values()}
     wanted |= {(arm, control, measure) for arm, (measure, control, _) in MECHANISMS.items()}
     found = {key: e for key in wanted if (e := evidence(*key)) is not None}
     mechanisms = mechanism_table(found)
@@ -102,9 +87,8 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
                                                       "best_epoch", "epochs", "tokens_per_second")}}
              for arm, rows in per_seed.items()}
     results: dict[str, Any] = {
-        "protocol": f"every system trained from scratch with the same recipe, data and budget (up to {sizes.epochs} "
-                    f"epochs, early stopping on dev BLEU with patience {sizes.patience}, the best dev epoch kept), "
-                    f"as in Zhang et al.",
+        "protocol": f"every system trained from scratch with the same recipe, data and budget ({sizes.epochs} "
+                    f"epochs, the best dev-BLEU epoch kept), as in Zhang et al.",
         "corpus": data.corpus, "sizes": asdict(sizes),
         "systems": {arm: asdict(SYSTEMS[arm]) for arm in systems if arm in SYSTEMS},
         "vocab": {"source": len(data.src_vocab), "target": len(data.tgt_vocab)},
@@ -117,44 +101,22 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         "heatmaps": {arm: seeded[0]["heatmaps"] for arm, seeded in systems.items()},
         "training_speed": single.get("speed"),
     }
-    controls = None
-    if alignment is not None and aligners:
-        train_pairs, test_pairs, align_corpus = alignment
-        uniform = (sum(len(p.target) * math.log(len(p.source)) for p in test_pairs)
-                   / sum(len(p.target) for p in test_pairs))  # entropy per target word of uniform attention
-        controls = (alignment_controls(aligners, uniform)
-                    if all("shuffled_source_nll" in r for v in aligners.values() for r in v) else None)
-        keys = [k for k in ("aer", "saer", "argmax_agreement", "entropy_per_token", "sink_share_first", "test_nll",
-                            "shuffled_source_nll", "best_epoch", "dev_nll") if k in next(iter(aligners.values()))[0]]
-        results["alignment"] = {
-            "corpus": {**align_corpus, "train_pairs": len(train_pairs) - sizes.corpus.n_align_dev,
-                       "dev_pairs": sizes.corpus.n_align_dev, "test_pairs": len(test_pairs)},
-            "uniform_entropy_per_token": uniform, "controls": controls,
-            "per_seed": {n: [{k: r[k] for k in keys} for r in v] for n, v in aligners.items()},
-            "scores": {n: {k: mean_std([r[k] for r in v]) for k in keys if k != "dev_nll"} for n, v in aligners.items()},
-            "baselines": single.get("alignment-baselines")}
-    results["checks"] = checks(results, seeds, len(data.test), systems, aligners, controls,
-                               judge(found, mechanisms, controls))
+    results["checks"] = checks(results, seeds, len(data.test), systems, judge(found, mechanisms))
     return rounded(results)
 
 
 def checks(results: dict[str, Any], seeds: int, n_test: int, systems: dict[str, list[dict[str, Any]]],
-           aligners: dict[str, list[dict[str, Any]]], controls: dict[str, Any] | None,
            claims: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The headline numbers of ``nmt.json`` that the chapters and outside checks read (issue 29's contract)."""
-    table, alignment = results["table"], results.get("alignment", {})
-    baselines = alignment.get("baselines") or {}
+    """The headline numbers of ``nmt.json`` that the chapters and outside checks read (issue 29's contract;
+    the alignment numbers are in ``alignment.json``)."""
+    table = results["table"]
     nmt = results["per_seed"].get("NMT", [])
     return {"protocol": "from scratch", "seeds": seeds, "n_test": n_test,
             "seeds_per_system": {arm: len(seeded) for arm, seeded in systems.items()},
-            "judged_systems": sorted(arm for arm, seeded in systems.items() if len(seeded) >= 3),
+            "judged_systems": sorted(arm for arm, seeded in systems.items() if len(seeded) >= MIN_SEEDS),
             "baseline_bleu_mean": table["NMT"]["bleu"]["mean"] if "NMT" in table else None,
             "shuffled_source_bleu_mean": mean_std([m["bleu_shuffled_source"] for m in nmt])["mean"] if nmt else None,
             "baseline_plateau": all(m["plateau"] for m in nmt) if nmt else None,
             "mechanism": {arm: {k: row[k] for k in ("measure", "effect", "ci95", "acted")}
                           for arm, row in results["mechanism"].items()},
-            "aer": {n: row["aer"]["mean"] for n, row in alignment.get("scores", {}).items()} or None,
-            "aer_seeds": min((len(v) for v in aligners.values()), default=0),
-            "aer_diagonal": baselines.get("diagonal"), "aer_ibm1": baselines.get("ibm1"),
-            "alignment_controls_pass": all(c["passes"] for c in controls.values()) if controls else None,
             "claims": claims}

@@ -1,21 +1,18 @@
 """The systems of Table I (Zhang et al. 2019) and how experiment ``nmt`` trains and evaluates each one.
 
-**Protocol of the stored run (the paper's).** Every system trains from scratch with the same recipe, data
-and budget (:func:`train_system`: up to ``epochs`` epochs, early stopping on dev BLEU with ``patience``,
-the best dev epoch kept; the dev BLEU and the dev attention's entropy and sink share recorded after every
-epoch), and :func:`test_system` scores it on the test set: BLEU and chrF of beam search, the attention
-measures corpus-wide and per verse (so intervals can resample verses), repetition, and for the baseline
-the greedy and source-shuffle controls.
-
-Chapter 9's quick run fine-tunes every system from one baseline instead
-(:mod:`~sparse_tutorial.experiments.nmt_finetune`).
+**Protocol (the paper's, with one budget for all).** Every system trains from scratch with the same recipe,
+data and budget (:func:`train_system`: ``epochs`` epochs, the best dev-BLEU epoch kept; the dev BLEU and the
+dev attention's entropy and sink share recorded after every epoch), and :func:`test_system` scores it on the
+test set: BLEU and chrF of beam search, the attention measures corpus-wide and per verse (so intervals can
+resample verses), repetition, and for the baseline the greedy and source-shuffle controls. Chapters 8 and 9
+train their quick systems the same way.
 """
 from __future__ import annotations
 
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -77,12 +74,10 @@ class Sizes:
         corpus: which verses (:class:`~sparse_tutorial.experiments.nmt_data.CorpusSizes`).
         embedding_dim, hidden_dim, layers, dropout: the model (``layers`` encoder and decoder layers).
         batch_tokens: target tokens per batch.
-        epochs, learning_rate, patience: training (:func:`train_system`, early stopping on dev BLEU).
+        epochs, learning_rate: training (:func:`train_system`: every epoch, the best dev-BLEU one kept).
         beam_size: beam search on the test set.
         systems, penalty_weights: rows of :data:`SYSTEMS` and the λ sweep of +Entropy.
-        alignment_systems, align_epochs, align_batch_tokens, align_patience: the Greek→English attention
-            models of Table III (word-level, trained from scratch; early stopping on the NLL of held-out
-            verses when ``corpus.n_align_dev`` holds some).
+        one_seed: systems shown in Table I but named in no claim: trained with the first seed only.
         threads: torch CPU threads per run.
     """
 
@@ -94,55 +89,53 @@ class Sizes:
     batch_tokens: int
     epochs: int
     learning_rate: float
-    patience: int | None
     beam_size: int
     systems: tuple[str, ...]
     penalty_weights: tuple[float, ...]
-    alignment_systems: tuple[str, ...]
-    align_epochs: int
-    align_batch_tokens: int
-    align_patience: int | None = None
+    one_seed: tuple[str, ...] = ()
     threads: int = 1
 
 
-_ALIGNMENT = ("NMT", "+Coverage", "+Entropy", "+Cov+Ent")
 SIZES: dict[str, Sizes] = {
     "quick": Sizes(CorpusSizes(n_train=10000, n_dev=100, n_test=200, max_len=24, vocab_size=1000,
-                               german=("elberfelder", "schlachter"), n_align_train=1200, n_align_test=100,
-                               max_align_len=16),
+                               german=("elberfelder", "schlachter")),
                    embedding_dim=64, hidden_dim=64, layers=1, dropout=0.1, batch_tokens=800, epochs=14,
-                   learning_rate=3e-3, patience=None, beam_size=4,
-                   systems=("NMT", "+Temp 0.1", "+Sparsemax", "+Entropy"), penalty_weights=(),
-                   alignment_systems=("NMT", "+Entropy"), align_epochs=4, align_batch_tokens=600),
+                   learning_rate=3e-3, beam_size=4,
+                   systems=("NMT", "+Sparsemax", "+Entropy"), penalty_weights=()),
     "medium": Sizes(CorpusSizes(n_train=40000, n_dev=400, n_test=1000, max_len=32, vocab_size=2000,
-                                german=("elberfelder", "schlachter"), n_align_train=10000, n_align_test=1000,
-                                max_align_len=80, sample_seed=0, n_align_dev=300, greek_stem=6),
+                                german=("elberfelder", "schlachter"), sample_seed=0),
                     embedding_dim=128, hidden_dim=128, layers=1, dropout=0.2, batch_tokens=750, epochs=30,
-                    learning_rate=3e-3, patience=3, beam_size=4,
-                    systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS,
-                    alignment_systems=_ALIGNMENT, align_epochs=16, align_batch_tokens=800, align_patience=2),
+                    learning_rate=3e-3, beam_size=4,
+                    systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS, one_seed=("+Temp 0.6", "+Temp 0.4")),
     "full": Sizes(CorpusSizes(n_train=60000, n_dev=1000, n_test=2000, max_len=64, vocab_size=8000,
-                              german=("elberfelder", "schlachter"), n_align_train=10000, n_align_test=1000,
-                              max_align_len=80, sample_seed=0, n_align_dev=300, greek_stem=6),
+                              german=("elberfelder", "schlachter"), sample_seed=0),
                   embedding_dim=256, hidden_dim=512, layers=2, dropout=0.2, batch_tokens=6000, epochs=15,
-                  learning_rate=1e-3, patience=3, beam_size=8,
-                  systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS,
-                  alignment_systems=_ALIGNMENT, align_epochs=16, align_batch_tokens=2000, align_patience=2),
+                  learning_rate=1e-3, beam_size=8,
+                  systems=tuple(SYSTEMS), penalty_weights=PENALTY_WEIGHTS, one_seed=("+Temp 0.6", "+Temp 0.4")),
 }
-"""``quick``: chapters 8-9's own run, a few minutes on one CPU core: the verses of up to 24 pieces (about
-4,200 pairs), 14 epochs. ``medium``: the stored run, on two CPU cores (``--workers 2``): the verses of up to
-32 pieces from both German versions (about 18,000 pairs), a 128-dim one-layer model, batches of 750 target
-pieces (twice the updates per epoch of 1,500: in a calibration on a shared machine they reached dev BLEU 13
-in 265 s of CPU instead of 432 s, and 27 after 6 epochs, where the stored baselines of 1,500 needed 10-12;
-``benchmarks/bench_nmt_training.py`` measures it), at most 30 epochs with early stopping (patience 3: the
-entropy penalty first makes attention one-hot and learns slowly, and at most 16 epochs three of the six
-systems of the paper's main claims were still at their best in their last epoch); 1,000
-test verses drawn from the whole Bible; the aligners on all aligned verses with Greek stems. ``full``:
-paper-like depth, for a GPU (the paper: 1000-dim states, 2+2 layers, 4.5 M WMT pairs)."""
+"""``quick``: chapters 8-9's own runs, about two minutes per system on one CPU core: the verses of up to 24
+pieces (about 4,200 pairs), 14 epochs. ``medium``: the stored run, on two CPU cores (``--workers 2``): the
+verses of up to 32 pieces from both German versions (about 18,000 pairs), a 128-dim one-layer model,
+batches of 750 target pieces (twice the updates per epoch of 1,500: in a calibration on a shared machine
+they reached dev BLEU 13 in 265 s of CPU instead of 432 s, and 27 after 6 epochs, where batches of 1,500
+needed 10-12; ``benchmarks/bench_nmt_training.py`` measures it), 30 epochs for every system, the best dev
+epoch kept (with early stopping after 3 epochs without a better dev BLEU, the first stored runs stopped
+the regularized systems at epochs 17-18 while still improving, and the baseline ran all 30: their BLEU
+gap then measured the budget as much as the system); 1,000 test verses drawn from the whole Bible.
+``full``: paper-like depth, for a GPU (the paper: 1000-dim states, 2+2 layers, 4.5 M WMT pairs)."""
+
+
+class ModelSizes(Protocol):
+    """The sizes :func:`build_model` reads (:class:`Sizes` and the alignment experiment's sizes have them)."""
+
+    embedding_dim: int
+    hidden_dim: int
+    layers: int
+    dropout: float
 
 
 # ------------------------------------------------------------------------------------- train, evaluate
-def build_model(system: System, sizes: Sizes, src_vocab: int, tgt_vocab: int) -> Seq2Seq:
+def build_model(system: System, sizes: ModelSizes, src_vocab: int, tgt_vocab: int) -> Seq2Seq:
     """The seq2seq model of ``system`` at ``sizes``."""
     return Seq2Seq(Seq2SeqConfig(src_vocab=src_vocab, tgt_vocab=tgt_vocab, embed_dim=sizes.embedding_dim,
                                  hidden_dim=sizes.hidden_dim, attention_dim=sizes.hidden_dim,
@@ -209,8 +202,8 @@ def batches_for(data: TranslationData, sizes: Sizes, seed: int, offset: int = 0
 
 def train_system(system: System, data: TranslationData, sizes: Sizes, seed: int, device: torch.device | str,
                  progress: bool = False) -> tuple[Seq2Seq, History, list[dict[str, float]]]:
-    """Train ``system`` from scratch with ``seed``: up to ``sizes.epochs`` epochs, early stopping on dev BLEU
-    (greedy) after ``sizes.patience`` epochs without a better one, the best epoch's weights kept.
+    """Train ``system`` from scratch with ``seed`` for ``sizes.epochs`` epochs, the weights of the epoch with
+    the best dev BLEU (greedy) kept.
 
     Returns:
         The model, its :class:`History` (``epochs[e]["dev"]`` is the dev BLEU after epoch ``e``) and, per
@@ -227,7 +220,7 @@ def train_system(system: System, data: TranslationData, sizes: Sizes, seed: int,
         return data.bleu(outputs, data.dev)
 
     history = train(model, batches, loss_for(system, len(batches(0))),
-                    TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, patience=sizes.patience, seed=seed,
+                    TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, seed=seed,
                                 device=device, grad_clip=5.0, progress=progress), dev_fn=dev_bleu)
     return model, history, dev_attention
 

@@ -41,16 +41,16 @@ from sparse_tutorial.atomic import atomic_write_text
 LOG = logging.getLogger("sparse_tutorial.experiments")
 RECORD_FORMAT = "sparse_tutorial run record v2"
 PACKAGE = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ("nmt", "summarization", "classification", "interpretability", "explanation")
+EXPERIMENTS = ("nmt", "alignment", "summarization", "classification", "interpretability", "explanation")
 """The experiments whose modules are told apart by :func:`code_fingerprint` (``NAME.py``, ``NAME_*.py``)."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
                 "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
-                "experiments/inference.py", "experiments/nmt_finetune.py", "experiments/cost.py",
+                "experiments/inference.py", "experiments/nmt_checkpoints.py", "experiments/cost.py",
                 "experiments/equivalence.py", "claims.py",
                 "plotting.py", "interactive.py", "hardware.py")
 """Library files that never change what a run of a grid computes: they assemble, judge, store or show
 results (as do the experiments' ``*_results.py`` and ``*_claims.py``), or no run calls them
-(``nmt_finetune``: chapter 9's quick protocol)."""
+(``nmt_checkpoints``: the chapters' quick systems)."""
 
 
 def _digest(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Word alignment from attention (Zhang et al. 2019, Table III), for experiment ``nmt``.
+"""Word alignment from attention (Zhang et al. 2019, Table III): training and scoring for experiment ``alignment``.
 
 Greek→English models are trained on the verses of a manually word-aligned corpus; their teacher-forced
 attention on the test verses is scored with AER and SAER against the gold sure/possible links (hard links:
@@ -7,18 +7,18 @@ alignments without attention: the diagonal, and IBM Model 1 trained by EM on the
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
 from sparse_tutorial.data import shuffled_sources
-from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, AlignedPair, TokenVocabulary, word_data
+from sparse_tutorial.experiments.alignment_data import AlignedPair, word_data
+from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, TokenVocabulary
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
 from sparse_tutorial.profiles import seed_everything
 from sparse_tutorial.training import LossFn, TrainConfig, epoch_seed, train
-
 
 
 def forced_attention(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabulary,
@@ -54,6 +54,13 @@ def _forced(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabula
     return (total, words), attention
 
 
+def example_indices(pairs: Sequence[AlignedPair], count: int = 2) -> list[int]:
+    """The first ``count`` verses of 8-14 source words (else the first verses): the test verses whose
+    attention every aligner run stores."""
+    middling = [i for i, p in enumerate(pairs) if 8 <= len(p.source) <= 14]
+    return (middling + [i for i in range(len(pairs)) if i not in middling])[:count]
+
+
 def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, float]:
     """AER (argmax hard links), SAER (eq. 23) and argmax agreement of attention with the gold links of
     ``pairs``."""
@@ -86,31 +93,35 @@ def baseline_alignment_scores(train_pairs: Sequence[AlignedPair], test_pairs: Se
 
 def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, train_pairs: Sequence[AlignedPair],
                   test_pairs: Sequence[AlignedPair], epochs: int, batch_tokens: int, lr: float, seed: int,
-                  device: torch.device | str, n_dev: int = 0, patience: int | None = None
-                  ) -> tuple[dict[str, float], list[torch.Tensor]]:
+                  device: torch.device | str, n_dev: int, patience: int | None = None
+                  ) -> tuple[dict[str, Any], list[torch.Tensor]]:
     """Train ``build(src_vocab_size, tgt_vocab_size)`` Greek→English on ``train_pairs`` with ``loss_fn`` and
-    score its attention on ``test_pairs``: (:func:`alignment_scores`, the attention matrices).
+    score its attention on ``test_pairs``: (scores, the attention matrices).
 
-    Without ``n_dev`` it trains ``epochs`` epochs; with it, the last ``n_dev`` training verses are held out and
-    training stops when their teacher-forced NLL has not improved for ``patience`` epochs (the best epoch
-    kept; no gold link is used). With a dev set the scores also hold ``dev_nll`` per epoch and the
-    source-shuffle control: the test NLL per word with the real sources and with other verses' sources
-    (a model that reads its source does far worse on the shuffled ones).
+    The last ``n_dev`` training verses are held out: training keeps the epoch whose teacher-forced NLL on
+    them is lowest, and stops when it has not improved for ``patience`` epochs (no gold link is used).
+
+    Returns:
+        :func:`alignment_scores`; ``dev_nll`` per epoch and ``best_epoch``; the source-shuffle control: the
+        test NLL per word with the real sources (``test_nll``) and with other verses' sources
+        (``shuffled_source_nll``; a model that reads its source does far worse on them); the per-verse AER
+        counts (``verses``, :func:`aer_counts`); and the attention of the :func:`example_indices` verses.
     """
-    dev_pairs = list(train_pairs[len(train_pairs) - n_dev:]) if n_dev else []
+    if not 0 < n_dev < len(train_pairs):
+        raise ValueError(f"n_dev must hold out some but not all of the {len(train_pairs)} training verses, got {n_dev}")
+    dev_pairs = list(train_pairs[len(train_pairs) - n_dev:])
     data = word_data(train_pairs[:len(train_pairs) - n_dev])
     seed_everything(seed)
     model = build(len(data.src_vocab), len(data.tgt_vocab))
-    dev_fn = (lambda m: -forced_nll(m, data.src_vocab, data.tgt_vocab, dev_pairs)) if dev_pairs else None
     history = train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=epoch_seed(seed, epoch)),
                     loss_fn, TrainConfig(epochs=epochs, lr=lr, seed=seed, device=device, patience=patience),
-                    dev_fn=dev_fn)
+                    dev_fn=lambda m: -forced_nll(m, data.src_vocab, data.tgt_vocab, dev_pairs))
     attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
-    scores = alignment_scores(attention, test_pairs)
-    if dev_pairs:
-        shuffled = [p._replace(source=s) for p, s in zip(test_pairs, shuffled_sources([p.source for p in test_pairs], seed))]
-        scores.update(dev_nll=[-e["dev"] for e in history.epochs], best_epoch=history.best_epoch,
-                      test_nll=forced_nll(model, data.src_vocab, data.tgt_vocab, test_pairs),
-                      shuffled_source_nll=forced_nll(model, data.src_vocab, data.tgt_vocab, shuffled),
-                      verses=aer_counts(attention, test_pairs))
+    shuffled = [p._replace(source=s) for p, s in zip(test_pairs, shuffled_sources([p.source for p in test_pairs], seed))]
+    scores = {**alignment_scores(attention, test_pairs), "dev_nll": [-e["dev"] for e in history.epochs],
+              "best_epoch": history.best_epoch,
+              "test_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, test_pairs),
+              "shuffled_source_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, shuffled),
+              "verses": aer_counts(attention, test_pairs),
+              "examples": [attention[i].tolist() for i in example_indices(test_pairs)]}
     return scores, attention

@@ -1,0 +1,134 @@
+"""Experiment ``alignment``: Zhang et al. (2019) Table III, explained in chapter 9.
+
+Attention as a word aligner. Greek→English attention models (:mod:`sparse_tutorial.models.seq2seq`, the
+NMT, +Coverage, +Entropy and +Cov+Ent systems of Table I, :mod:`~sparse_tutorial.experiments.nmt_training`)
+are trained from scratch on the manually word-aligned New Testament verses
+(:mod:`~sparse_tutorial.experiments.alignment_data`). Their teacher-forced attention on the test verses is
+scored with AER and SAER against the gold links, next to two aligners without attention: the diagonal and
+IBM Model 1 (:mod:`~sparse_tutorial.experiments.alignment_training`).
+
+Table III is its own experiment, not part of ``nmt``: the aligners train on another corpus, in minutes, and
+their recipe can change without making the translation grid's stored runs (days of CPU) stale.
+
+``python -m sparse_tutorial.experiments alignment --profile medium --seeds 3 --workers 2`` writes
+``book/results/alignment.json``; :mod:`~sparse_tutorial.experiments.alignment_results` assembles it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sparse_tutorial.experiments.alignment_data import Alignment, AlignmentCorpusSizes, alignment_corpus
+from sparse_tutorial.experiments import alignment_results
+from sparse_tutorial.experiments.alignment_training import baseline_alignment_scores, run_alignment
+from sparse_tutorial.experiments.nmt_training import SYSTEMS, attention_measures, build_model, loss_for
+from sparse_tutorial.experiments.sweep import Run, run_sweep
+from sparse_tutorial.profiles import default_device
+
+PARTIAL_GRIDS = True
+"""``alignment.json`` may be assembled from an unfinished grid (``--stored-only``)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Data, model and training sizes of one profile.
+
+    Attributes:
+        corpus: which aligned verses (:class:`~sparse_tutorial.experiments.alignment_data.AlignmentCorpusSizes`).
+        embedding_dim, hidden_dim, layers, dropout: the model (word-level, ``layers`` encoder and decoder layers).
+        batch_tokens, epochs, learning_rate, patience: training (early stopping on the teacher-forced NLL of
+            the dev verses, the best epoch kept; ``patience=None``: every epoch).
+        systems: rows of :data:`~sparse_tutorial.experiments.nmt_training.SYSTEMS` to train.
+        ibm1_iterations: EM iterations of IBM Model 1.
+        threads: torch CPU threads per run.
+    """
+
+    corpus: AlignmentCorpusSizes
+    embedding_dim: int
+    hidden_dim: int
+    layers: int
+    dropout: float
+    batch_tokens: int
+    epochs: int
+    learning_rate: float
+    patience: int | None
+    systems: tuple[str, ...]
+    ibm1_iterations: int = 5
+    threads: int = 1
+
+
+TABLE_III = ("NMT", "+Coverage", "+Entropy", "+Cov+Ent")
+"""The systems of Table III."""
+
+SIZES: dict[str, Sizes] = {
+    "quick": Sizes(AlignmentCorpusSizes(n_train=1200, n_test=100, max_len=16, n_dev=100, greek_stem=6),
+                   embedding_dim=64, hidden_dim=64, layers=1, dropout=0.1, batch_tokens=600, epochs=4,
+                   learning_rate=3e-3, patience=None, systems=("NMT", "+Entropy")),
+    "medium": Sizes(AlignmentCorpusSizes(n_train=10000, n_test=1000, max_len=80, n_dev=300, greek_stem=6),
+                    embedding_dim=128, hidden_dim=128, layers=1, dropout=0.2, batch_tokens=800, epochs=40,
+                    learning_rate=3e-3, patience=3, systems=TABLE_III),
+    "full": Sizes(AlignmentCorpusSizes(n_train=10000, n_test=1000, max_len=80, n_dev=300, greek_stem=6),
+                  embedding_dim=256, hidden_dim=512, layers=2, dropout=0.2, batch_tokens=2000, epochs=40,
+                  learning_rate=1e-3, patience=3, systems=TABLE_III),
+}
+"""``quick``: a few minutes on one CPU core, short verses. ``medium``: the stored run, every aligned verse
+of up to 80 words (about 7,100 for training, 300 of them held out to stop training, 800 for the test), Greek
+cut to 6-letter stems, a 128-dim one-layer model trained to convergence on the dev NLL. ``full``: a deeper
+model, for a GPU."""
+
+
+def runs_of(profile: str, seeds: int) -> list[Run]:
+    """Every run at ``profile`` with seeds ``0 … seeds − 1``: each system's aligner per seed, then the
+    aligners without attention (no seed: the diagonal is fixed and EM is deterministic)."""
+    return ([Run.of("aligner", profile=profile, system=name, seed=seed)
+             for seed in range(seeds) for name in SIZES[profile].systems]
+            + [Run.of("baselines", profile=profile)])
+
+
+def grid(profile: str, seeds: int) -> list[Run]:
+    """:func:`runs_of`, after loading (and so checking) the corpus."""
+    alignment_corpus(SIZES[profile].corpus)
+    return runs_of(profile, seeds)
+
+
+def execute(run: Run, alignment: Alignment | None = None, device: torch.device | str | None = None,
+            sizes: Sizes | None = None) -> dict[str, Any]:
+    """One run of :func:`grid`; ``alignment``, ``device`` and ``sizes`` override the corpus,
+    :func:`~sparse_tutorial.profiles.default_device` and the profile's :data:`SIZES` (tests).
+
+    Returns:
+        ``aligner``: :func:`~sparse_tutorial.experiments.alignment_training.run_alignment`'s scores (AER,
+        SAER, argmax agreement, the per-verse AER counts, the dev NLL per epoch, the test NLL with real and
+        shuffled sources) and the attention measures; ``baselines``: the diagonal's and IBM Model 1's AER.
+    """
+    sizes = sizes or SIZES[run["profile"]]
+    train_pairs, test_pairs, _ = alignment if alignment is not None else alignment_corpus(sizes.corpus)
+    if run.kind == "baselines":
+        return baseline_alignment_scores(train_pairs, test_pairs, sizes.ibm1_iterations)
+    system = SYSTEMS[run["system"]]
+    scores, attention = run_alignment(
+        lambda src_vocab, tgt_vocab: build_model(system, sizes, src_vocab, tgt_vocab), loss_for(system),
+        train_pairs, test_pairs, sizes.epochs, sizes.batch_tokens, sizes.learning_rate, run["seed"],
+        torch.device(device) if device is not None else default_device(), n_dev=sizes.corpus.n_dev,
+        patience=sizes.patience)
+    return {**scores, **attention_measures(attention)}
+
+
+def run(profile: str = "quick", seeds: int = 1, alignment: Alignment | None = None,
+        device: torch.device | str | None = None) -> dict[str, Any]:
+    """The experiment at ``profile`` size, the runs one after another in this process; ``alignment``
+    overrides the corpus (tests)."""
+    alignment = alignment if alignment is not None else alignment_corpus(SIZES[profile].corpus)
+    runs = runs_of(profile, seeds)
+    results = run_sweep(runs, functools.partial(execute, alignment=alignment, device=device),
+                        threads_per_run=SIZES[profile].threads, progress=False)
+    return assemble(profile, seeds, runs, results, alignment)
+
+
+def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]],
+             alignment: Alignment | None = None) -> dict[str, Any]:
+    """``alignment.json`` (:func:`~sparse_tutorial.experiments.alignment_results.assemble` at ``profile``)."""
+    return alignment_results.assemble(SIZES[profile], seeds, runs, results, alignment)

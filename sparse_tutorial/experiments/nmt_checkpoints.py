@@ -1,0 +1,89 @@
+"""The quick systems of chapters 8 and 9, trained once per machine and cached.
+
+Chapter 8 trains the baseline and chapter 9 the other quick systems of Table I, each from scratch with the
+stored run's protocol (:func:`~sparse_tutorial.experiments.nmt_training.train_system`). Each trained
+system is stored under ``<data cache>/checkpoints`` (:func:`checkpoint_path`), so chapter 9 reuses chapter
+8's baseline and a chapter run twice loads its systems instead of training them again.
+
+No run of the stored grid calls this module (it is left out of the ``nmt`` runs' code fingerprint,
+:mod:`~sparse_tutorial.experiments.records`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple
+
+import torch
+
+from sparse_tutorial.data.cache import cache_dir
+from sparse_tutorial.experiments.nmt_data import TranslationData
+from sparse_tutorial.experiments.nmt_training import SIZES, SYSTEMS, Sizes, build_model, train_system
+from sparse_tutorial.models.seq2seq import Seq2Seq
+from sparse_tutorial.training import History, load_checkpoint, save_checkpoint
+
+
+class TrainedSystem(NamedTuple):
+    """A system trained by :func:`~sparse_tutorial.experiments.nmt_training.train_system`: the model (at its
+    best dev epoch), its training :class:`History`, and the dev attention's measures after every epoch."""
+
+    model: Seq2Seq
+    history: History
+    dev_attention: list[dict[str, float]]
+
+
+def checkpoint_path(name: str, profile: str, seed: int, data: TranslationData, sizes: Sizes | None = None) -> Path:
+    """Where system ``name`` of :data:`~sparse_tutorial.experiments.nmt_training.SYSTEMS` trained with
+    ``seed`` at ``profile`` is cached: the file name hashes the system, the sizes, the parameter shapes, the
+    data and the seed."""
+    sizes = sizes or SIZES[profile]
+    system = SYSTEMS[name]
+    shapes = {k: list(v.shape) for k, v in
+              build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab)).state_dict().items()}
+    key = hashlib.sha256(json.dumps([asdict(system), asdict(sizes), shapes, len(data.train), data.train[:3],
+                                     data.dev[:3], seed], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    slug = "".join(c if c.isalnum() else "-" for c in name).strip("-").lower() or "system"
+    return cache_dir() / "checkpoints" / f"nmt-{profile}-{slug}-seed{seed}-{key}.pt"
+
+
+def save_system(path: Path, trained: TrainedSystem) -> None:
+    """Store ``trained`` (weights on the CPU, its history and dev measures) where :func:`trained_system` finds it."""
+    state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
+    save_checkpoint(path, {"model": state, "history": trained.history.to_dict(),
+                           "dev_attention": trained.dev_attention})
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (POSIX ``flock``; no lock where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: two chapters executed at once may train a system twice, which is only slower
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def trained_system(name: str, profile: str, seed: int, data: TranslationData, device: torch.device | str,
+                   sizes: Sizes | None = None, progress: bool = False) -> TrainedSystem:
+    """System ``name`` trained from scratch with ``seed`` at ``profile`` (or ``sizes``): loaded from
+    :func:`checkpoint_path`, else trained by :func:`~sparse_tutorial.experiments.nmt_training.train_system`
+    and stored there."""
+    sizes = sizes or SIZES[profile]
+    path = checkpoint_path(name, profile, seed, data, sizes)
+    with _locked(path.with_suffix(".lock")):
+        if not path.exists():
+            save_system(path, TrainedSystem(*train_system(SYSTEMS[name], data, sizes, seed, device, progress)))
+        stored: dict[str, Any] = load_checkpoint(path)
+    model = build_model(SYSTEMS[name], sizes, len(data.src_vocab), len(data.tgt_vocab))
+    model.load_state_dict(stored["model"])
+    return TrainedSystem(model.to(device), History(**stored["history"]), stored["dev_attention"])
