@@ -107,16 +107,15 @@ def toy_translation():
 @pytest.fixture
 def toy_alignment(toy_translation):
     """The reversal task's pairs with their gold links (source word ``len − 1 − i`` for target word ``i``), and
-    quick ``alignment`` sizes for them. Returns ``(alignment, sizes)``: 32 training verses, the last 6 of
-    them held out, and 8 test verses."""
+    quick ``alignment`` sizes for them. Returns ``(alignment, sizes)``: 26 training verses, 6 dev verses and
+    8 test verses."""
     from dataclasses import replace
 
     from sparse_tutorial.experiments import alignment
-    from sparse_tutorial.experiments.alignment_data import AlignedPair
+    from sparse_tutorial.experiments.alignment_data import AlignedPair, Alignment
 
     data, _ = toy_translation
     aligned = [AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))}, set())
                for p in data.train[:40]]
-    sizes = replace(alignment.SIZES["quick"], corpus=replace(alignment.SIZES["quick"].corpus, n_dev=6),
-                    embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=64, patience=1)
-    return (aligned[8:], aligned[:8], {"name": "toy"}), sizes
+    sizes = replace(alignment.SIZES["quick"], embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=64, patience=1)
+    return Alignment(aligned[8:34], aligned[34:], aligned[:8], {"name": "toy"}), sizes

@@ -5,10 +5,12 @@ from typing import Any
 
 import pytest
 
-from sparse_tutorial.experiments import classification, explanation, interpretability, nmt_training, summarization
+from sparse_tutorial.experiments import (
+    alignment, classification, explanation, interpretability, nmt_training, summarization,
+)
 from sparse_tutorial.profiles import PROFILES
 
-MODULES = (nmt_training, summarization, classification, interpretability, explanation)
+MODULES = (nmt_training, alignment, summarization, classification, interpretability, explanation)
 OLD_NAMES = {"embed_dim", "lr", "finetune_lr", "dim", "train", "eval_examples", "intermediate_examples", "lambdas"}
 """Names the experiments used for fields that now have one name each (``embedding_dim``, ``learning_rate``,
 ``n_train``, ``n_test``, ``n_intermediate``, ``sparsegen_lambdas``)."""

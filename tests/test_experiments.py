@@ -149,6 +149,31 @@ def test_the_chapters_quick_systems_are_trained_once_and_then_loaded(toy_transla
     assert again.history.best_epoch == first.history.best_epoch and SYSTEMS["+Entropy"].penalty == "entropy"
 
 
+def test_the_aligned_verses_gain_the_other_english_versions_for_training_only():
+    """Issue 29's idea for aligners that align: the WEB, KJV and BBE translations of each training verse are
+    extra training pairs (without links); dev and test verses keep their one linked translation."""
+    from dataclasses import replace
+
+    from sparse_tutorial.data import is_fetched
+    from sparse_tutorial.experiments import alignment
+    from sparse_tutorial.experiments.alignment_data import load_alignment_data
+
+    if not (is_fetched("bible") and is_fetched("bible_alignments")):
+        pytest.skip("corpora 'bible' and 'bible_alignments' not fetched")
+    sizes = replace(alignment.SIZES["quick"].corpus, n_train=60, n_dev=10, n_test=5)
+    plain = load_alignment_data(sizes)
+    extended = load_alignment_data(replace(sizes, extra_targets=True))
+    assert (len(plain.train), len(plain.dev), len(plain.test)) == (50, 10, 5)
+    assert extended.dev == plain.dev and extended.test == plain.test and extended.train[:50] == plain.train
+    extra = extended.train[50:]
+    assert 50 < len(extra) <= 150 and all(not p.sure and not p.possible for p in extra)
+    assert {tuple(p.source) for p in extra} <= {tuple(p.source) for p in plain.train}
+    assert not {tuple(p.source) for p in extra} & {tuple(p.source) for p in plain.dev + plain.test}
+    assert extended.provenance["extra_translations"] == len(extra) and plain.provenance["extra_translations"] == 0
+    with pytest.raises(ValueError, match="n_dev must hold out"):
+        load_alignment_data(replace(sizes, n_dev=0))
+
+
 def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     """Table III's experiment on the reversal task: aligners with 3 seeds, their controls, the aligners
     without attention, and alignment.json's contract (issue 29): AER per system with its seeds, the
@@ -161,7 +186,7 @@ def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     out = alignment.run("quick", seeds=3, alignment=corpus)
     assert set(out["scores"]) == set(out["controls"]) == set(sizes.systems) == {"NMT", "+Entropy"}
     assert all(len(seeded) == 3 and len(seeded[0]["dev_nll"]) <= sizes.epochs for seeded in out["per_seed"].values())
-    assert out["corpus"]["train_pairs"] == 26 and out["corpus"]["dev_pairs"] == 6 and out["corpus"]["test_pairs"] == 8
+    assert (out["corpus"]["train_pairs"], out["corpus"]["dev_pairs"], out["corpus"]["test_pairs"]) == (26, 6, 8)
     example = out["examples"][0]
     assert set(example["attention"]) == {"NMT", "+Entropy"}
     assert len(example["attention"]["NMT"]) == len(example["target"]) and len(example["attention"]["NMT"][0]) == len(example["source"])

@@ -105,15 +105,14 @@ def execute(run: Run, alignment: Alignment | None = None, device: torch.device |
         shuffled sources) and the attention measures; ``baselines``: the diagonal's and IBM Model 1's AER.
     """
     sizes = sizes or SIZES[run["profile"]]
-    train_pairs, test_pairs, _ = alignment if alignment is not None else alignment_corpus(sizes.corpus)
+    alignment = alignment if alignment is not None else alignment_corpus(sizes.corpus)
     if run.kind == "baselines":
-        return baseline_alignment_scores(train_pairs, test_pairs, sizes.ibm1_iterations)
+        return baseline_alignment_scores(alignment.train, alignment.test, sizes.ibm1_iterations)
     system = SYSTEMS[run["system"]]
     scores, attention = run_alignment(
         lambda src_vocab, tgt_vocab: build_model(system, sizes, src_vocab, tgt_vocab), loss_for(system),
-        train_pairs, test_pairs, sizes.epochs, sizes.batch_tokens, sizes.learning_rate, run["seed"],
-        torch.device(device) if device is not None else default_device(), n_dev=sizes.corpus.n_dev,
-        patience=sizes.patience)
+        alignment, sizes.epochs, sizes.batch_tokens, sizes.learning_rate, run["seed"],
+        torch.device(device) if device is not None else default_device(), patience=sizes.patience)
     return {**scores, **attention_measures(attention)}
 
 

@@ -42,7 +42,8 @@ def uniform_entropy(pairs: Sequence[Any]) -> float:
 def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict[str, Any]],
              alignment: Alignment | None = None) -> dict[str, Any]:
     """``alignment.json`` from the results of the grid's runs at ``sizes`` (see the module docstring)."""
-    train_pairs, test_pairs, provenance = alignment if alignment is not None else alignment_corpus(sizes.corpus)
+    alignment = alignment if alignment is not None else alignment_corpus(sizes.corpus)
+    test_pairs = alignment.test
     found: dict[str, list[dict[str, Any]]] = {}
     baselines = None
     for run, result in sorted(zip(runs, results), key=lambda pair: pair[0].get("seed", 0)):
@@ -59,8 +60,8 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
     nmt_aer = scores["NMT"]["aer"]["mean"] if "NMT" in scores else None
     shown = [test_pairs[i] for i in example_indices(test_pairs)]
     return rounded({
-        "corpus": {**provenance, "train_pairs": len(train_pairs) - sizes.corpus.n_dev,
-                   "dev_pairs": sizes.corpus.n_dev, "test_pairs": len(test_pairs)},
+        "corpus": {**alignment.provenance, "train_pairs": len(alignment.train), "dev_pairs": len(alignment.dev),
+                   "test_pairs": len(test_pairs)},
         "sizes": asdict(sizes),
         "uniform_entropy_per_token": uniform,
         "controls": controls,

@@ -13,7 +13,7 @@ import torch
 
 from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
 from sparse_tutorial.data import shuffled_sources
-from sparse_tutorial.experiments.alignment_data import AlignedPair, word_data
+from sparse_tutorial.experiments.alignment_data import AlignedPair, Alignment, word_data
 from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, TokenVocabulary
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
@@ -84,22 +84,21 @@ def aer_counts(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) 
 def baseline_alignment_scores(train_pairs: Sequence[AlignedPair], test_pairs: Sequence[AlignedPair],
                               iterations: int = 5) -> dict[str, float]:
     """AER on ``test_pairs`` of the two alignments without attention: the diagonal, and IBM Model 1 trained
-    by EM on the sentences of ``train_pairs`` (no gold link used), the verses the attention models train on."""
+    by EM on the sentences of ``train_pairs`` (no gold link used), the pairs the attention models train on."""
     sure, possible = [p.sure for p in test_pairs], [p.possible for p in test_pairs]
     ibm1 = IBMModel1.train([(p.source, p.target) for p in train_pairs], iterations)
     return {"diagonal": aer([diagonal_alignment(len(p.source), len(p.target)) for p in test_pairs], sure, possible),
             "ibm1": aer([ibm1.align(p.source, p.target) for p in test_pairs], sure, possible)}
 
 
-def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, train_pairs: Sequence[AlignedPair],
-                  test_pairs: Sequence[AlignedPair], epochs: int, batch_tokens: int, lr: float, seed: int,
-                  device: torch.device | str, n_dev: int, patience: int | None = None
+def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, alignment: Alignment, epochs: int,
+                  batch_tokens: int, lr: float, seed: int, device: torch.device | str, patience: int | None = None
                   ) -> tuple[dict[str, Any], list[torch.Tensor]]:
-    """Train ``build(src_vocab_size, tgt_vocab_size)`` Greek→English on ``train_pairs`` with ``loss_fn`` and
-    score its attention on ``test_pairs``: (scores, the attention matrices).
+    """Train ``build(src_vocab_size, tgt_vocab_size)`` Greek→English on ``alignment.train`` with ``loss_fn``
+    and score its attention on ``alignment.test``: (scores, the attention matrices of the test verses).
 
-    The last ``n_dev`` training verses are held out: training keeps the epoch whose teacher-forced NLL on
-    them is lowest, and stops when it has not improved for ``patience`` epochs (no gold link is used).
+    Training keeps the epoch whose teacher-forced NLL on the dev verses is lowest, and stops when it has not
+    improved for ``patience`` epochs (no gold link is used).
 
     Returns:
         :func:`alignment_scores`; ``dev_nll`` per epoch and ``best_epoch``; the source-shuffle control: the
@@ -107,21 +106,19 @@ def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, train_p
         (``shuffled_source_nll``; a model that reads its source does far worse on them); the per-verse AER
         counts (``verses``, :func:`aer_counts`); and the attention of the :func:`example_indices` verses.
     """
-    if not 0 < n_dev < len(train_pairs):
-        raise ValueError(f"n_dev must hold out some but not all of the {len(train_pairs)} training verses, got {n_dev}")
-    dev_pairs = list(train_pairs[len(train_pairs) - n_dev:])
-    data = word_data(train_pairs[:len(train_pairs) - n_dev])
+    test = alignment.test
+    data = word_data(alignment.train)
     seed_everything(seed)
     model = build(len(data.src_vocab), len(data.tgt_vocab))
     history = train(model, lambda epoch: data.batches(data.train, batch_tokens, shuffle_seed=epoch_seed(seed, epoch)),
                     loss_fn, TrainConfig(epochs=epochs, lr=lr, seed=seed, device=device, patience=patience),
-                    dev_fn=lambda m: -forced_nll(m, data.src_vocab, data.tgt_vocab, dev_pairs))
-    attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test_pairs)
-    shuffled = [p._replace(source=s) for p, s in zip(test_pairs, shuffled_sources([p.source for p in test_pairs], seed))]
-    scores = {**alignment_scores(attention, test_pairs), "dev_nll": [-e["dev"] for e in history.epochs],
+                    dev_fn=lambda m: -forced_nll(m, data.src_vocab, data.tgt_vocab, alignment.dev))
+    attention = forced_attention(model, data.src_vocab, data.tgt_vocab, test)
+    shuffled = [p._replace(source=s) for p, s in zip(test, shuffled_sources([p.source for p in test], seed))]
+    scores = {**alignment_scores(attention, test), "dev_nll": [-e["dev"] for e in history.epochs],
               "best_epoch": history.best_epoch,
-              "test_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, test_pairs),
+              "test_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, test),
               "shuffled_source_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, shuffled),
-              "verses": aer_counts(attention, test_pairs),
-              "examples": [attention[i].tolist() for i in example_indices(test_pairs)]}
+              "verses": aer_counts(attention, test),
+              "examples": [attention[i].tolist() for i in example_indices(test)]}
     return scores, attention

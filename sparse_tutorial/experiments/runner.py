@@ -275,7 +275,7 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
         results = run_sweep(runs, module.execute, description=f"{name} ({profile})", progress=progress,
                             identity=identity, **sweep_options)
         assembled = module.assemble(profile, seeds, runs, results)
-    if run_dir is not None and runs:  # what the runs cost, also when this call only reassembled stored ones
+    if run_dir is not None:  # what the runs cost, also when this call only reassembled stored ones (or none yet)
         records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
         codes = sorted({r.get("identity", {}).get("code", "unknown") for r in records})
         assembled["runs_compute"] = {"runs": len(records), "run_seconds": round(sum(r["seconds"] for r in records), 1),
