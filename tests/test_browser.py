@@ -280,6 +280,8 @@ def test_interactive_figure_never_scrolls_sideways_when_its_column_narrows(figur
 
 
 def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):
+    if "stored-heatmaps" not in INTERACTIVE_FIGURES:
+        pytest.skip("chapter 9 shows the stored heatmaps' slider once two systems of its grid are stored")
     page, _ = INTERACTIVE_FIGURES["stored-heatmaps"]
     figure = figure_pages[page]["figures"]["stored-heatmaps"]
     shown = json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text(encoding="utf-8"))["heatmaps"]

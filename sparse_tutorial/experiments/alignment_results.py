@@ -34,8 +34,8 @@ def aer_evidence(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> Evidence:
     return compare(*stacked, score=aer_score, what="AER")
 
 
-def uniform_entropy(pairs: Sequence[Any]) -> float:
-    """Entropy per target word of uniform attention over each verse's source words."""
+def mean_log_source_length(pairs: Sequence[Any]) -> float:
+    """Per target word, the log of its verse's source length: the entropy (nats) of uniform attention."""
     return sum(len(p.target) * math.log(len(p.source)) for p in pairs) / sum(len(p.target) for p in pairs)
 
 
@@ -52,7 +52,7 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
         else:
             baselines = result
     aligners = {name: found[name] for name in sizes.systems if name in found}
-    uniform = uniform_entropy(test_pairs)
+    uniform = mean_log_source_length(test_pairs)
     controls = alignment_controls(aligners, uniform)
     evidence = {(c.a, c.b): aer_evidence(aligners[c.a], aligners[c.b])
                 for c in CLAIMS.values() if c.a in aligners and c.b in aligners}
