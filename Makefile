@@ -60,11 +60,11 @@ browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "make: chromium not found and not root: the browser test will be skipped" >&2
 
-# sparse_tutorial.fused compiles its C++ kernel on first use; on Debian as root g++ is installed when missing.
+# sparse_tutorial.projections.fused compiles its C++ kernel on first use; on Debian as root g++ is installed when missing.
 compiler:
 	@command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/dev/null \
 	  || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq g++ >/dev/null; } \
-	  || { echo "make: a C++ compiler is needed for sparse_tutorial.fused (apt-get install g++)" >&2; exit 1; }
+	  || { echo "make: a C++ compiler is needed for sparse_tutorial.projections.fused (apt-get install g++)" >&2; exit 1; }
 
 test: data browser compiler html
 	$(PY) -m pytest

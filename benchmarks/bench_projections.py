@@ -37,7 +37,8 @@ import torch
 import torch.utils.benchmark as benchmark
 
 import sparse_tutorial
-from sparse_tutorial import entmax15, fused, softmax, sparsemax
+from sparse_tutorial import entmax15, softmax, sparsemax
+from sparse_tutorial.projections import fused
 from sparse_tutorial.hardware import cpu_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))

@@ -2,13 +2,17 @@
 from sparse_tutorial.profiles import default_device, profile, seed_everything
 from sparse_tutorial.projections import (
     PROJECTIONS,
+    AlphaEntmax,
     Entmax15,
+    EntmaxBisect,
     GumbelSoftmax,
     Softmax,
     SoftmaxWithTemperature,
     SparsegenLin,
     Sparsemax,
+    alpha_entmax,
     entmax15,
+    entmax_bisect,
     get_projection,
     gumbel_softmax,
     softmax,
@@ -16,7 +20,6 @@ from sparse_tutorial.projections import (
     sparsegen_lin,
     sparsemax,
 )
-from sparse_tutorial.alpha_entmax import AlphaEntmax, EntmaxBisect, alpha_entmax, entmax_bisect
 from sparse_tutorial.losses import (
     Entmax15Loss,
     EntmaxBisectLoss,

@@ -35,8 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from sparse_tutorial._validation import check_mask, check_query_keys, check_shape
-from sparse_tutorial.alpha_entmax import alpha_entmax
-from sparse_tutorial.projections import Projection, get_projection
+from sparse_tutorial.projections import Projection, alpha_entmax, get_projection
 # The scores live in sparse_tutorial.scores; they are imported here too so that a chapter can take the whole
 # zoo from one place: `from sparse_tutorial.attention import Attention, DotScore`.
 from sparse_tutorial.scores import (  # noqa: F401

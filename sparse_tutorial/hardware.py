@@ -27,7 +27,7 @@ VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl
 BACKEND_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                      "SPARSE_TUTORIAL_MARCH", "SPARSE_TUTORIAL_KERNEL")
 """Environment variables that change the numeric back end without changing the machine (the last two: the
-CPU the library's own kernel is compiled for, and whether it runs; see :mod:`sparse_tutorial.fused`)."""
+CPU the library's own kernel is compiled for, and whether it runs; see :mod:`sparse_tutorial.projections.fused`)."""
 
 
 def _cpuinfo() -> dict[str, str]:

@@ -25,9 +25,9 @@ import torch
 from torch import Tensor, nn
 
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.alpha_entmax import _check_alpha_number, entmax_bisect
+from sparse_tutorial.projections.alpha_entmax import _check_alpha_number, entmax_bisect
 from sparse_tutorial.projections import entmax15
-from sparse_tutorial.sparsemax_eager import _sparsemax_2d
+from sparse_tutorial.projections.sparsemax_eager import _sparsemax_2d
 
 
 def multilabel_target(labels: Tensor) -> Tensor:
@@ -158,7 +158,7 @@ def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_ite
         scores: ``(batch, num_classes)`` finite scores (logits).
         target: as for :func:`sparsemax_loss`.
         alpha: a number ≥ 1.
-        n_iter: bisection steps of :func:`~sparse_tutorial.alpha_entmax.entmax_bisect`.
+        n_iter: bisection steps of :func:`~sparse_tutorial.projections.alpha_entmax.entmax_bisect`.
     Returns:
         ``(batch,)``.
     """

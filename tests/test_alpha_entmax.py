@@ -1,4 +1,4 @@
-"""Tests of sparse_tutorial.alpha_entmax: the entmax package as reference, the closed forms, both gradients,
+"""Tests of sparse_tutorial.projections.alpha_entmax: the entmax package as reference, the closed forms, both gradients,
 α's validation and the module. The numerics standard that every projection meets (masks, all-masked and
 length-one rows, ties, half precision, any dim, NaN/+inf, huge scores, gradcheck) runs α-entmax through
 tests/test_projections.py, whose registry holds it; here are only its cases that involve α's gradient."""
@@ -214,7 +214,7 @@ def test_exp_remainder_is_accurate_on_both_sides_of_its_switch_to_the_series(dty
     """φ(x) = (eˣ − 1 − x)/x², the α-gradient's building block, against 50-digit decimal arithmetic."""
     from decimal import Decimal, localcontext
 
-    from sparse_tutorial.alpha_entmax import _exp_remainder
+    from sparse_tutorial.projections.alpha_entmax import _exp_remainder
 
     points = torch.logspace(-8, 1.5, 200, dtype=torch.float64).to(dtype)
     with localcontext() as context:

@@ -10,9 +10,9 @@ import os
 import pytest
 import torch
 
-from sparse_tutorial.alpha_entmax import alpha_entmax
+from sparse_tutorial.projections.alpha_entmax import alpha_entmax
 from sparse_tutorial.attention import Attention
-from sparse_tutorial.fused import eager
+from sparse_tutorial.projections.fused import eager
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config, sun_lu_config
 from sparse_tutorial.models.pointer_generator import PointerGenerator, PointerGeneratorConfig
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, make_batch, seq2seq_loss

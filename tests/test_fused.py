@@ -1,4 +1,4 @@
-"""Tests of sparse_tutorial.fused, the compiled CPU kernel behind sparsemax and entmax15.
+"""Tests of sparse_tutorial.projections.fused, the compiled CPU kernel behind sparsemax and entmax15.
 
 tests/test_projections.py runs every projection test on the kernel and on the eager code; here: the
 kernel against the eager code on both of its layouts, its builds for other CPUs, threads and fork,
@@ -14,7 +14,8 @@ import warnings
 import pytest
 import torch
 
-from sparse_tutorial import Attention, entmax15, fused, sparsegen_lin, sparsemax
+from sparse_tutorial import Attention, entmax15, sparsegen_lin, sparsemax
+from sparse_tutorial.projections import fused
 from sparse_tutorial.hardware import cpu_backend
 
 PROJECTIONS = {"sparsemax": sparsemax, "entmax15": entmax15}
@@ -143,7 +144,7 @@ def test_a_forked_child_runs_the_kernel_after_the_parent_used_threads():
 
 
 def test_compilation_happens_once_and_is_logged(fresh_kernel, caplog):
-    with caplog.at_level(logging.INFO, logger="sparse_tutorial.fused"):
+    with caplog.at_level(logging.INFO, logger="sparse_tutorial.projections.fused"):
         sparsemax(_scores(4, 5))
         entmax15(_scores(4, 6, dtype=torch.float64))
     assert sum("compiling" in r.getMessage() for r in caplog.records) == 1

@@ -1,6 +1,6 @@
 """Tests of sparse_tutorial.projections: simplex, invariances, masks, edge cases, gradients, references.
 
-Every test runs twice: with the compiled CPU kernel of sparse_tutorial.fused (what a user gets) and with
+Every test runs twice: with the compiled CPU kernel of sparse_tutorial.projections.fused (what a user gets) and with
 the eager PyTorch code (what runs on a GPU or without a compiler).
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparse_tutorial import fused
-from sparse_tutorial.alpha_entmax import alpha_entmax
+from sparse_tutorial.projections import fused
+from sparse_tutorial.projections.alpha_entmax import alpha_entmax
 from sparse_tutorial.projections import (
     PROJECTIONS,
     Entmax15,
@@ -367,13 +367,16 @@ def test_module_twins_equal_functions():
 
 
 def test_every_public_name_is_importable_from_projections():
-    """The code lives in modules by idea (issue 21), but readers import it all from sparse_tutorial.projections."""
+    """The code lives in the package's modules by idea (issues 21, 31), but readers import every projection,
+    its module twin and the registry from sparse_tutorial.projections, which lists them in __all__."""
     import sparse_tutorial.projections as projections
 
     public = {"Projection", "PROJECTIONS", "get_projection", "softmax", "softmax_with_temperature", "gumbel_softmax",
-              "sparsemax", "sparsegen_lin", "entmax15", "Softmax", "SoftmaxWithTemperature", "GumbelSoftmax",
-              "Sparsemax", "SparsegenLin", "Entmax15", "SparsemaxFunction", "Entmax15Function", "KernelFunction"}
+              "sparsemax", "sparsegen_lin", "entmax15", "alpha_entmax", "entmax_bisect", "Softmax",
+              "SoftmaxWithTemperature", "GumbelSoftmax", "Sparsemax", "SparsegenLin", "Entmax15", "AlphaEntmax",
+              "EntmaxBisect"}
     assert sorted(public - set(vars(projections))) == []
+    assert set(projections.__all__) == public
 
 
 score_rows = st.lists(st.floats(-50, 50, allow_nan=False, width=64), min_size=1, max_size=12)
@@ -428,7 +431,7 @@ def test_property_sparsemax_is_the_closest_point_of_the_simplex(values, raw_poin
 def test_both_threshold_paths_are_exercised_and_exact():
     # Spread-out scores: few candidates per row, the search runs on a compacted matrix; nearly equal
     # scores: most entries are candidates and the search runs on the full rows. Both must be exact.
-    from sparse_tutorial.threshold_candidates import _compact_candidates
+    from sparse_tutorial.projections.threshold_candidates import _compact_candidates
 
     with fused.eager():  # the compaction is the eager code's
         _check_both_threshold_paths(_compact_candidates)
@@ -447,7 +450,7 @@ def _check_both_threshold_paths(_compact_candidates) -> None:
 
 
 def test_entmax15_sort_fallback_is_exact(monkeypatch):
-    import sparse_tutorial.entmax_eager as entmax_eager
+    import sparse_tutorial.projections.entmax_eager as entmax_eager
 
     scores = torch.randn(16, 40, generator=torch.Generator().manual_seed(24)) * 3
     expected = entmax15(scores)

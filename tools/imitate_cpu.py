@@ -31,7 +31,7 @@ IMITATIONS: dict[str, dict[str, str]] = {
 }
 """Back-end settings by name. ``default`` is ATen's scalar code (no SIMD), which no reader's CPU runs but
 which rounds differently from every one of them; ``COMPATIBLE`` is MKL's most portable code path.
-``SPARSE_TUTORIAL_MARCH`` builds the library's own kernel (sparse_tutorial.fused) for the same CPU:
+``SPARSE_TUTORIAL_MARCH`` builds the library's own kernel (sparse_tutorial.projections.fused) for the same CPU:
 ``x86-64-v3`` is AVX2, ``x86-64`` the baseline's SSE2."""
 
 

@@ -1,13 +1,13 @@
 """1.5-entmax in PyTorch (the "eager" code): an exact threshold search without sorting, and its backward.
 
-It works like :mod:`sparse_tutorial.sparsemax_eager` on the halved scores, ``p = max(z/2 − τ, 0)²``: from a
-lower bound on τ (block maxima, then only the candidates above it, :mod:`sparse_tutorial.threshold_candidates`)
+It works like :mod:`sparse_tutorial.projections.sparsemax_eager` on the halved scores, ``p = max(z/2 − τ, 0)²``: from a
+lower bound on τ (block maxima, then only the candidates above it, :mod:`sparse_tutorial.projections.threshold_candidates`)
 each step takes the root of the quadratic ``Σ_S (z_j − τ)² = 1`` on the current support S, until the support
 no longer changes; a sort-based threshold (Peters et al. 2019, Algorithm 2) is the fallback, never needed in
 practice. :class:`Entmax15Function` wraps it with the closed-form backward of Peters et al. (2019).
 
 :func:`~sparse_tutorial.projections.entmax15` runs this code where the compiled kernel does not
-(:mod:`sparse_tutorial.kernel_dispatch`); :mod:`sparse_tutorial.alpha_entmax` shares the vector-Jacobian
+(:mod:`sparse_tutorial.projections.kernel_dispatch`); :mod:`sparse_tutorial.projections.alpha_entmax` shares the vector-Jacobian
 product ``_entmax_vjp``.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from sparse_tutorial.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
+from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
                                                   _off_support_zero, _scatter_candidates)
 
 

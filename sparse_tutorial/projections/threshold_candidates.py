@@ -5,8 +5,8 @@ squared) with a threshold τ that solves an equation over the entries above it. 
 of a row's entries is a lower bound on τ (it solves the same equation with fewer non-negative terms), so
 one pass over block maxima (``_block_maxima``) gives a tight lower bound, and only the entries above it
 can be in the support: a handful per row, which ``_compact_candidates`` packs into a small matrix for
-long rows. The exact searches of :mod:`sparse_tutorial.sparsemax_eager` and
-:mod:`sparse_tutorial.entmax_eager` then run on that matrix, starting from the bound, and their backward
+long rows. The exact searches of :mod:`sparse_tutorial.projections.sparsemax_eager` and
+:mod:`sparse_tutorial.projections.entmax_eager` then run on that matrix, starting from the bound, and their backward
 passes touch only the candidates (``_gather_candidates``, ``_scatter_candidates``, and
 ``_off_support_zero``, which keeps the gradient exactly zero off the support).
 """

@@ -46,9 +46,10 @@ from typing import Optional, Union
 import torch
 from torch import Tensor, nn
 
-from sparse_tutorial.entmax_eager import _entmax_vjp
-from sparse_tutorial.projections import PROJECTIONS, _masked_softmax, entmax15, softmax, sparsemax
-from sparse_tutorial.score_rows import _as_rows, _from_rows, _validated_row_max
+from sparse_tutorial.projections.dense import _masked_softmax, softmax
+from sparse_tutorial.projections.entmax_eager import _entmax_vjp
+from sparse_tutorial.projections.score_rows import _as_rows, _from_rows, _validated_row_max
+from sparse_tutorial.projections.sparse import entmax15, sparsemax
 
 Alpha = Union[float, Tensor]
 """α as :func:`alpha_entmax` takes it: a number ≥ 1, or a floating tensor of them broadcastable to the rows."""
@@ -280,5 +281,3 @@ class EntmaxBisect(nn.Module):
     def forward(self, X: Tensor) -> Tensor:
         return entmax_bisect(X, self.alpha, self.dim, self.n_iter)
 
-
-PROJECTIONS.update(alpha_entmax=alpha_entmax, entmax_bisect=entmax_bisect)

@@ -2,8 +2,8 @@
 :func:`~sparse_tutorial.projections.entmax15`.
 
 On the CPU both projections call this kernel when it is available, and the pure-PyTorch ("eager") code
-of :mod:`~sparse_tutorial.sparsemax_eager` and :mod:`~sparse_tutorial.entmax_eager` otherwise
-(:mod:`~sparse_tutorial.kernel_dispatch` chooses); you never call it yourself. It runs the same exact algorithms as the eager code (shift by the
+of :mod:`~sparse_tutorial.projections.sparsemax_eager` and :mod:`~sparse_tutorial.projections.entmax_eager` otherwise
+(:mod:`~sparse_tutorial.projections.kernel_dispatch` chooses); you never call it yourself. It runs the same exact algorithms as the eager code (shift by the
 row max, then a threshold search that stops when the support stops changing), and the closed-form
 backward passes, as one hand-written C++ function each: ``fused_sparsemax.cpp`` beside this file, whose
 header explains the layout (one short row per SIMD lane, so sums over a row never cross lanes; long rows
@@ -78,7 +78,7 @@ def _build() -> tuple[ctypes.CDLL, list[str]]:
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler found (set CXX)")
-    _LOG.info("sparse_tutorial.fused: compiling the projection kernel with %s for %s (once per process)",
+    _LOG.info("sparse_tutorial.projections.fused: compiling the projection kernel with %s for %s (once per process)",
               compiler, target())
     with tempfile.TemporaryDirectory() as directory:
         library_path = Path(directory) / "fused_sparsemax.so"

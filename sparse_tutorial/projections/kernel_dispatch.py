@@ -2,8 +2,8 @@
 
 On the CPU, :func:`~sparse_tutorial.projections.sparsemax`, :func:`~sparse_tutorial.projections.sparsegen_lin`
 and :func:`~sparse_tutorial.projections.entmax15` run the same exact searches as the eager code of
-:mod:`sparse_tutorial.sparsemax_eager` and :mod:`sparse_tutorial.entmax_eager`, as one compiled C++ function
-each (:mod:`sparse_tutorial.fused`), when a compiler is at hand; ``with fused.eager():`` runs the eager code
+:mod:`sparse_tutorial.projections.sparsemax_eager` and :mod:`sparse_tutorial.projections.entmax_eager`, as one compiled C++ function
+each (:mod:`sparse_tutorial.projections.fused`), when a compiler is at hand; ``with fused.eager():`` runs the eager code
 instead, as it always does on other devices. Both are exact and agree to float rounding.
 
 * :class:`KernelFunction` — the kernel as an autograd Function, forward and backward;
@@ -15,16 +15,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from sparse_tutorial import fused
+from sparse_tutorial.projections import fused
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
-from sparse_tutorial.entmax_eager import _entmax_vjp
-from sparse_tutorial.score_rows import _as_rows, _from_rows, _validated_row_max
-from sparse_tutorial.sparsemax_eager import _sparsemax_vjp
+from sparse_tutorial.projections.entmax_eager import _entmax_vjp
+from sparse_tutorial.projections.score_rows import _as_rows, _from_rows, _validated_row_max
+from sparse_tutorial.projections.sparsemax_eager import _sparsemax_vjp
 
 
 class KernelFunction(torch.autograd.Function):
     """Sparsemax or 1.5-entmax of contiguous ``(rows, n)`` CPU scores by the compiled kernel of
-    :mod:`sparse_tutorial.fused`, forward and backward (the kernel shifts by the row max itself).
+    :mod:`sparse_tutorial.projections.fused`, forward and backward (the kernel shifts by the row max itself).
 
     Differentiating twice (``create_graph=True``) runs the eager closed forms on the saved weights
     instead, so higher derivatives work as on the eager path.

@@ -2,14 +2,14 @@
 
 The sparsemax threshold τ is the root of the piecewise-linear ``f(τ) = Σ max(z − τ, 0) − 1``. Started at a
 lower bound from block maxima, and run only on the candidates above it
-(:mod:`sparse_tutorial.threshold_candidates`), Newton's method on ``f`` is Michelot's (1986) update
+(:mod:`sparse_tutorial.projections.threshold_candidates`), Newton's method on ``f`` is Michelot's (1986) update
 ``τ ← (Σ_{z_j > τ} z_j − 1) / |{z_j > τ}|``: τ never decreases, the support only shrinks, and the iteration
 stops — after a few steps — when the support no longer changes, which is the optimality condition, so τ is
 *exactly* the sort-based threshold.
 :class:`SparsemaxFunction` wraps it with the closed-form backward of Martins & Astudillo (2016).
 
 :func:`~sparse_tutorial.projections.sparsemax` and :func:`~sparse_tutorial.projections.sparsegen_lin` run
-this code where the compiled kernel does not (:mod:`sparse_tutorial.kernel_dispatch`);
+this code where the compiled kernel does not (:mod:`sparse_tutorial.projections.kernel_dispatch`);
 :mod:`sparse_tutorial.losses` uses the search for the sparsemax loss.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from sparse_tutorial.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
+from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
                                                   _off_support_zero, _scatter_candidates)
 
 
