@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from sparse_tutorial.experiments.nmt_data import corpora
-from sparse_tutorial.experiments.nmt_training import SIZES, SYSTEMS, train_system
+from sparse_tutorial.experiments.nmt.data import corpora
+from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, train_system
 from sparse_tutorial.experiments.runner import _git_commit, results_dir
 from sparse_tutorial.hardware import cpu_backend
 

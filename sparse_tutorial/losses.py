@@ -158,7 +158,7 @@ def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_ite
         scores: ``(batch, num_classes)`` finite scores (logits).
         target: as for :func:`sparsemax_loss`.
         alpha: a number ≥ 1.
-        n_iter: bisection steps of :func:`~sparse_tutorial.projections.alpha_entmax.entmax_bisect`.
+        n_iter: bisection steps of :func:`~sparse_tutorial.projections.entmax_bisect`.
     Returns:
         ``(batch,)``.
     """

@@ -86,7 +86,7 @@ def toy_translation():
 
     from sparse_tutorial.data import Vocabulary
     from sparse_tutorial.experiments import nmt
-    from sparse_tutorial.experiments.nmt_data import Pair, TranslationData
+    from sparse_tutorial.experiments.nmt.data import Pair, TranslationData
 
     words = [f"w{i}" for i in range(12)]
     generator = torch.Generator().manual_seed(0)
@@ -112,7 +112,7 @@ def toy_alignment(toy_translation):
     from dataclasses import replace
 
     from sparse_tutorial.experiments import alignment
-    from sparse_tutorial.experiments.alignment_data import AlignedPair, Alignment
+    from sparse_tutorial.experiments.alignment.data import AlignedPair, Alignment
 
     data, _ = toy_translation
     aligned = [AlignedPair(p.source, p.target, {(len(p.source) - 1 - i, i) for i in range(len(p.source))}, set())

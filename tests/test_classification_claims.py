@@ -4,7 +4,7 @@ unit, "does not hurt" and "no gain" need the run to show the difference is withi
 chapter's claims are one Holm family, and a task with fewer than 3 seeds is "not tested"."""
 import pytest
 
-from sparse_tutorial.experiments.classification_claims import TABLE_2_SCALES, judge
+from sparse_tutorial.experiments.classification.claims import TABLE_2_SCALES, judge
 from sparse_tutorial.experiments.inference import ACCURACY_MARGIN
 
 RIGHT = [1] * 200                    # every test document right

@@ -54,7 +54,7 @@ def test_experiments_help_lists_each_experiments_profiles(capsys):
     with pytest.raises(SystemExit):
         experiments_main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "nmt: quick, medium, full" in help_text and "nmt_data" not in help_text
+    assert "nmt: quick, medium, full" in help_text and "data:" not in help_text
     assert "classification: quick, medium, full" in help_text
     assert "summarization: quick, medium, full" in help_text
 

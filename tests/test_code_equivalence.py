@@ -93,14 +93,14 @@ def commit_edit(repository: Path, relative: str, old: str, new: str) -> str:
 def test_a_refactor_is_recorded_and_a_change_of_results_refused(old_library, tmp_path):
     """The old version differs from this one by a function no run calls (another fingerprint, the same
     results): the pair is recorded. With another learning rate besides: refused, nothing recorded."""
-    refactor = commit_edit(old_library, "experiments/explanation.py", "\n\ndef grid(",
+    refactor = commit_edit(old_library, "experiments/explanation/__init__.py", "\n\ndef grid(",
                            "\n\ndef _moved_away() -> None:\n    pass\n\n\ndef grid(")
     recorded = establish("explanation", refactor, directory=tmp_path, repository=old_library)
     assert recorded["codes"][1] == code_fingerprint("explanation") != recorded["codes"][0]
     assert recorded["probe_runs"] == 2 and recorded["commits"][0] == refactor
     assert equivalent_codes("explanation", code_fingerprint("explanation"), tmp_path) == [recorded["codes"][0]]
 
-    retrained = commit_edit(old_library, "experiments/explanation.py", "LR, OPTIMIZER = 1e-3", "LR, OPTIMIZER = 2e-3")
+    retrained = commit_edit(old_library, "experiments/explanation/__init__.py", "LR, OPTIMIZER = 1e-3", "LR, OPTIMIZER = 2e-3")
     with pytest.raises(CodeDiffersError, match="2 of 2 probe runs of explanation compute other results"):
         establish("explanation", retrained, directory=tmp_path / "refused", repository=old_library)
     assert not (tmp_path / "refused").exists()

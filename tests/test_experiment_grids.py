@@ -8,7 +8,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from sparse_tutorial.experiments import classification, classification_data, interpretability
+from sparse_tutorial.experiments import classification, interpretability
+
+from sparse_tutorial.experiments.classification import data as classification_data
 from sparse_tutorial.experiments.classification import Split, Task, fit, lambda_table, synthetic_task
 from sparse_tutorial.experiments.sweep import Run, as_stored
 from sparse_tutorial.interpret import batched_kendall_tau_b

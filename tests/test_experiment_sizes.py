@@ -5,9 +5,8 @@ from typing import Any
 
 import pytest
 
-from sparse_tutorial.experiments import (
-    alignment, classification, explanation, interpretability, nmt_training, summarization,
-)
+from sparse_tutorial.experiments import alignment, classification, explanation, interpretability, summarization
+from sparse_tutorial.experiments.nmt import training as nmt_training
 from sparse_tutorial.profiles import PROFILES
 
 MODULES = (nmt_training, alignment, summarization, classification, interpretability, explanation)

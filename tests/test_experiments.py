@@ -132,8 +132,8 @@ def test_every_system_trains_from_scratch_and_the_delayed_penalty_waits(toy_tran
 def test_the_chapters_quick_systems_are_trained_once_and_then_loaded(toy_translation, monkeypatch, tmp_path):
     """Chapters 8 and 9 share their quick systems through the checkpoint cache: the first call trains (from
     scratch, as the stored grid does), the second loads the same weights, history and dev measures."""
-    from sparse_tutorial.experiments import nmt_checkpoints
-    from sparse_tutorial.experiments.nmt_training import SYSTEMS
+    from sparse_tutorial.experiments.nmt import checkpoints as nmt_checkpoints
+    from sparse_tutorial.experiments.nmt.training import SYSTEMS
 
     monkeypatch.setattr(nmt_checkpoints, "cache_dir", lambda: tmp_path)
     data, sizes = toy_translation
@@ -156,7 +156,7 @@ def test_the_aligned_verses_gain_the_other_english_versions_for_training_only():
 
     from sparse_tutorial.data import is_fetched
     from sparse_tutorial.experiments import alignment
-    from sparse_tutorial.experiments.alignment_data import load_alignment_data
+    from sparse_tutorial.experiments.alignment.data import load_alignment_data
 
     if not (is_fetched("bible") and is_fetched("bible_alignments")):
         pytest.skip("corpora 'bible' and 'bible_alignments' not fetched")
@@ -209,7 +209,7 @@ def test_translation_data_from_both_german_versions():
     from sparse_tutorial.data import is_fetched
     from sparse_tutorial.data.subwords import SubwordVocabulary
     from sparse_tutorial.experiments import nmt
-    from sparse_tutorial.experiments.nmt_data import load_translation_data
+    from sparse_tutorial.experiments.nmt.data import load_translation_data
 
     if not is_fetched("bible"):
         pytest.skip("corpus 'bible' not fetched (python -m sparse_tutorial.data fetch bible)")

@@ -3,9 +3,8 @@ missing corpus fails in seconds, not after an hour of training."""
 import pytest
 
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments import alignment, classification, classification_data, explanation, nmt, summarization
-
-
+from sparse_tutorial.experiments import alignment, classification, explanation, nmt, summarization
+from sparse_tutorial.experiments.classification import data as classification_data
 def no_training(*args, **kwargs):
     raise AssertionError("training started before every corpus was loaded")
 

@@ -2,7 +2,7 @@
 outcomes, so each rule is seen to give ✓, ✗, ? and "not tested" under the inference standard."""
 import numpy as np
 
-from sparse_tutorial.experiments.explanation_claims import ACCURACY_MARGIN, checks, judge
+from sparse_tutorial.experiments.explanation.claims import ACCURACY_MARGIN, checks, judge
 
 SEEDS, SENTENCES = 3, 400
 MODELS = ("learned", "uniform_trained", "frozen_trained", "adversary_trained", "encoder_free_frozen",

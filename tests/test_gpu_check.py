@@ -47,7 +47,8 @@ def test_the_bound_is_runs_times_epochs_times_the_measured_epoch():
 
 
 def test_one_epoch_sizes_cut_every_epoch_count_and_evaluation_set_however_deeply_nested():
-    from sparse_tutorial.experiments import interpretability, nmt_training
+    from sparse_tutorial.experiments import interpretability
+    from sparse_tutorial.experiments.nmt import training as nmt_training
     cut = gpu_check.one_epoch_sizes(nmt_training.SIZES["full"])
     assert (cut.epochs, cut.corpus.n_test, cut.corpus.n_train) == (1, 200, 60000)
     tasks = gpu_check.one_epoch_sizes(interpretability.SIZES["full"]).tasks

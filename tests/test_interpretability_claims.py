@@ -6,8 +6,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sparse_tutorial.experiments import interpretability, interpretability_claims
-from sparse_tutorial.experiments.interpretability_claims import ENTROPY_MARGIN, judge
+from sparse_tutorial.experiments import interpretability
+
+from sparse_tutorial.experiments.interpretability import claims as interpretability_claims
+from sparse_tutorial.experiments.interpretability.claims import ENTROPY_MARGIN, judge
 
 LAMBDAS = interpretability.PAPER_LAMBDAS
 ITEMS = 60

@@ -3,10 +3,10 @@ tested' when an intervention did not act (translation) or the aligners fail thei
 import numpy as np
 import pytest
 
-from sparse_tutorial.experiments import alignment_claims
+from sparse_tutorial.experiments.alignment import claims as alignment_claims
 from sparse_tutorial.experiments.inference import aer_score, bleu_statistics, bleu_score, compare, ratio_score
-from sparse_tutorial.experiments.nmt_claims import CLAIMS, MECHANISMS, judge, mechanism_table
-from sparse_tutorial.experiments.nmt_results import converged
+from sparse_tutorial.experiments.nmt.claims import CLAIMS, MECHANISMS, judge, mechanism_table
+from sparse_tutorial.experiments.nmt.results import converged
 
 REFERENCES = [[f"and god said let there be light number {i} ."] for i in range(60)]
 GOOD = [refs[0] for refs in REFERENCES]

@@ -139,19 +139,29 @@ def test_a_sweep_waits_for_a_run_another_sweep_is_training(tmp_path):
 
 
 def test_the_code_fingerprint_covers_what_runs_and_ignores_docstrings(tmp_path):
-    names = {path.name for path in code_files("nmt")}
-    assert {"nmt_training.py", "seq2seq.py", "attention.py", "fused_sparsemax.cpp"} <= names
-    assert not names & {"nmt_claims.py", "nmt_results.py", "nmt_checkpoints.py", "verdicts.py", "sweep.py",
-                        "classification.py", "summarization_data.py", "alignment.py", "alignment_training.py"}
+    def files(experiment):
+        return {path.relative_to(records.PACKAGE).as_posix() for path in code_files(experiment)}
+
+    names = files("nmt")
+    assert {"experiments/nmt/__init__.py", "experiments/nmt/training.py", "models/seq2seq.py", "attention.py",
+            "projections/fused_sparsemax.cpp"} <= names
+    assert not names & {"experiments/nmt/claims.py", "experiments/nmt/results.py", "experiments/nmt/checkpoints.py",
+                        "experiments/verdicts.py", "experiments/sweep.py", "experiments/classification/__init__.py",
+                        "experiments/summarization/data.py", "experiments/alignment/__init__.py",
+                        "experiments/alignment/training.py"}
     assert code_fingerprint("nmt") != code_fingerprint("classification")
     # Table III's aligners run the translation model: a change to them leaves the translation runs valid
-    alignment = {path.name for path in code_files("alignment")}
-    assert {"alignment.py", "alignment_training.py", "alignment_data.py", "nmt_training.py"} <= alignment
-    assert not alignment & {"nmt.py", "alignment_claims.py", "alignment_results.py"}
+    alignment = files("alignment")
+    assert {"experiments/alignment/__init__.py", "experiments/alignment/training.py", "experiments/alignment/data.py",
+            "experiments/nmt/training.py"} <= alignment
+    assert not alignment & {"experiments/nmt/__init__.py", "experiments/alignment/claims.py",
+                            "experiments/alignment/results.py"}
     # an experiment that runs another's code is tied to it too (chapter 13 trains with classification's fit)
-    explanation = {path.name for path in code_files("explanation")}
-    assert {"explanation.py", "classification.py", "classification_training.py", "interpretability.py"} <= explanation
-    assert not explanation & {"explanation_claims.py", "classification_claims.py", "nmt.py"}
+    explanation = files("explanation")
+    assert {"experiments/explanation/__init__.py", "experiments/classification/__init__.py",
+            "experiments/classification/training.py", "experiments/interpretability/__init__.py"} <= explanation
+    assert not explanation & {"experiments/explanation/claims.py", "experiments/classification/claims.py",
+                              "experiments/nmt/__init__.py"}
     source = 'def f(x):\n    """Doc."""\n    return x  # note\n'
     assert records._without_docstrings(source) == records._without_docstrings(source.replace("Doc.", "Other."))
     assert records._without_docstrings(source) != records._without_docstrings(source.replace("x  #", "x + 1  #"))

@@ -1,8 +1,8 @@
-"""Issues 17 and 30: chapter 10's verdicts (experiments/summarization_claims.py) under the inference
+"""Issues 17 and 30: chapter 10's verdicts (experiments/summarization/claims.py) under the inference
 standard can come out ✓, ✗, ? and "not tested"."""
 import numpy as np
 
-from sparse_tutorial.experiments.summarization_claims import CLAIMS, checks, judge
+from sparse_tutorial.experiments.summarization.claims import CLAIMS, checks, judge
 
 SEEDS, DOCUMENTS = 3, 300
 RNG = np.random.default_rng(1)

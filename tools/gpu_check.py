@@ -48,7 +48,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from sparse_tutorial import training  # noqa: E402
-from sparse_tutorial.experiments import nmt_training, summarization  # noqa: E402
+from sparse_tutorial.experiments import summarization  # noqa: E402
+from sparse_tutorial.experiments.nmt import training as nmt_training  # noqa: E402
 from sparse_tutorial.models.classifier import AttentionClassifier, meister_config  # noqa: E402
 from sparse_tutorial.models.pointer_generator import PointerGenerator, PointerGeneratorConfig  # noqa: E402
 from sparse_tutorial.models.seq2seq import make_batch, seq2seq_loss  # noqa: E402

@@ -7,7 +7,7 @@ A record is ``runs/NAME-PROFILE/KEY.json`` (beside it ``KEY.log``, what the run 
 * ``sizes``: a SHA-256 of the profile's sizes (the experiment's ``SIZES[profile]``);
 * ``code``: :func:`code_fingerprint`, a SHA-256 of the library's source that the run executes (its own
   experiment's modules and the rest of the library, less the modules that only assemble, judge, store or
-  show results: :data:`NOT_RUN_CODE` and every experiment's ``NAME_results.py`` and ``NAME_claims.py``; a
+  show results: :data:`NOT_RUN_CODE` and every experiment's ``NAME/results.py`` and ``NAME/claims.py``; a
   Python file counts by its syntax tree without docstrings, written out the same way on every Python
   version, so an edited comment or docstring does not make the code new, nor does the Python that runs it).
 
@@ -42,15 +42,15 @@ LOG = logging.getLogger("sparse_tutorial.experiments")
 RECORD_FORMAT = "sparse_tutorial run record v2"
 PACKAGE = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("nmt", "alignment", "summarization", "classification", "interpretability", "explanation")
-"""The experiments whose modules are told apart by :func:`code_fingerprint` (``NAME.py``, ``NAME_*.py``)."""
+"""The experiments whose packages (``experiments/NAME/``) are told apart by :func:`code_fingerprint`."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
                 "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
-                "experiments/inference.py", "experiments/nmt_checkpoints.py", "experiments/cost.py",
+                "experiments/inference.py", "experiments/nmt/checkpoints.py", "experiments/cost.py",
                 "experiments/equivalence.py", "claims.py",
                 "plotting.py", "interactive.py", "hardware.py")
 """Library files that never change what a run of a grid computes: they assemble, judge, store or show
-results (as do the experiments' ``*_results.py`` and ``*_claims.py``), or no run calls them
-(``nmt_checkpoints``: the chapters' quick systems)."""
+results (as do the experiments' ``results.py`` and ``claims.py``), or no run calls them
+(``nmt/checkpoints.py``: the chapters' quick systems)."""
 
 
 def _digest(value: Any) -> str:
@@ -87,42 +87,56 @@ def _without_docstrings(source: str) -> str:
 
 
 def _owner(relative: str) -> str | None:
-    """The experiment whose module ``relative`` (``experiments/NAME.py``, ``experiments/NAME_PART.py``) is."""
-    stem = Path(relative).stem
-    if not relative.startswith("experiments/"):
-        return None
-    return next((name for name in EXPERIMENTS if stem == name or stem.startswith(name + "_")), None)
+    """The experiment whose package holds the module ``relative`` (``experiments/NAME/PART.py``)."""
+    parts = Path(relative).parts
+    return parts[1] if len(parts) == 3 and parts[0] == "experiments" and parts[1] in EXPERIMENTS else None
+
+
+def _module_file(dotted: str) -> str | None:
+    """The file of module ``sparse_tutorial.X.Y`` relative to the package (``X/Y.py`` or ``X/Y/__init__.py``)."""
+    relative = "/".join(dotted.split(".")[1:])
+    return next((f for f in (f"{relative}.py", f"{relative}/__init__.py") if (PACKAGE / f).is_file()), None)
+
+
+def _imported_files(module: str, names: Iterable[str]) -> list[str]:
+    """The files that ``from module import names`` reads: each submodule named in ``names``, or else
+    ``module``'s own file (a package's ``__init__.py``)."""
+    names = list(names)
+    submodules = [f for f in (_module_file(f"{module}.{name}") for name in names) if f is not None]
+    own = _module_file(module) if len(submodules) < len(names) else None
+    return submodules + ([own] if own is not None else [])
 
 
 def _experiment_closure(experiment: str) -> set[str]:
     """The experiments' modules that ``experiment``'s own modules import, directly or through each other
     (read from their ``import`` statements): chapter 13's runs execute classification's training loop."""
-    folder = PACKAGE / "experiments"
-    todo = [p.relative_to(PACKAGE).as_posix() for p in folder.glob("*.py") if _owner(f"experiments/{p.name}") == experiment]
+    folder = PACKAGE / "experiments" / experiment
+    todo = [p.relative_to(PACKAGE).as_posix() for p in folder.glob("*.py")]
     seen: set[str] = set()
     while todo:
         relative = todo.pop()
-        if relative in seen or not (PACKAGE / relative).exists():
+        if relative in seen:
             continue
         seen.add(relative)
         for node in ast.walk(ast.parse((PACKAGE / relative).read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sparse_tutorial.experiments."):
-                todo.append("experiments/" + node.module.split(".")[2] + ".py")
+                todo += _imported_files(node.module, (alias.name for alias in node.names))
     return seen
 
 
 def code_files(experiment: str) -> list[Path]:
     """The source files :func:`code_fingerprint` hashes for ``experiment``, in a fixed order: the library
     outside ``experiments/``, and the experiments' modules that ``experiment``'s modules import, less
-    :data:`NOT_RUN_CODE` and every ``*_claims.py`` and ``*_results.py``."""
+    :data:`NOT_RUN_CODE` and every experiment's ``claims.py`` and ``results.py``."""
     files = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".cpp") and "stored_results" not in p.parts)
     closure = _experiment_closure(experiment)
     chosen = []
     for path in files:
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative in NOT_RUN_CODE or path.stem.endswith(("_claims", "_results")):
+        owner = _owner(relative)
+        if relative in NOT_RUN_CODE or (owner is not None and path.stem in ("claims", "results")):
             continue
-        if _owner(relative) is not None and relative not in closure:
+        if owner is not None and relative not in closure:
             continue
         chosen.append(path)
     return chosen

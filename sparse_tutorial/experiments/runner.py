@@ -11,7 +11,7 @@ runs and how their results combine::
 cluster, storing each run as it finishes). ``assemble`` returns every number the chapter reads
 (JSON-serialisable; include a ``"corpus"`` entry with the data's provenance). A module without ``grid``
 may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one (an
-experiment may keep its parts in modules named after it, ``nmt_data``, ``nmt_claims``, ...):
+experiment with parts is a package: ``nmt/__init__.py`` the grid, beside it ``nmt/data.py``, ``nmt/claims.py``, ...):
 :func:`available` lists them, and ``python -m sparse_tutorial.experiments NAME --profile PROFILE
 [--seeds N] [--workers N | --address auto]`` runs one. Every experiment honours the one profile ladder
 :data:`sparse_tutorial.profiles.PROFILES` (``quick`` / ``medium`` / ``full``); a module-level ``PROFILES``
@@ -53,15 +53,13 @@ _LIBRARIES = ("torch", "numpy", "sacrebleu", "rouge-score", "entmax", "scipy", "
 
 
 def available() -> list[str]:
-    """Names of the experiment modules in ``sparse_tutorial.experiments``: the modules that define
+    """Names of the experiments in ``sparse_tutorial.experiments``: the modules (or packages) that define
     ``grid`` and ``execute`` and ``assemble``, or ``run`` (the library's own modules -- the runner, the sweep,
-    the records, the verdicts -- and an experiment's parts, ``nmt_data`` of ``nmt``, are not experiments)."""
+    the records, the verdicts -- are not experiments, nor are the parts inside an experiment's package)."""
     package = Path(__file__).parent
     names = sorted(m.name for m in pkgutil.iter_modules([str(package)]) if not m.name.startswith("_"))
     found = []
     for name in names:
-        if "_" in name and name.split("_")[0] in names:
-            continue
         module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
         if all(hasattr(module, f) for f in ("grid", "execute", "assemble")) or hasattr(module, "run"):
             found.append(name)

@@ -29,10 +29,10 @@ a search that starts from a lower bound and runs only on the few entries that ca
 the backward passes use the closed-form Jacobians. No Python loop runs over batch elements. The package
 has one module per idea, each read top to bottom:
 
-* :mod:`~sparse_tutorial.projections.dense` — softmax, temperature, Gumbel;
-* :mod:`~sparse_tutorial.projections.sparse` — sparsemax, sparsegen-lin, 1.5-entmax;
-* :mod:`~sparse_tutorial.projections.alpha_entmax` — α-entmax by bisection, with its gradient in α;
-* :mod:`~sparse_tutorial.projections.registry` — every projection by name (:func:`get_projection`);
+* ``dense`` — softmax, temperature, Gumbel;
+* ``sparse`` — sparsemax, sparsegen-lin, 1.5-entmax;
+* ``alpha_entmax`` — α-entmax by bisection, with its gradient in α;
+* ``registry`` — every projection by name (:func:`get_projection`);
 * :mod:`~sparse_tutorial.projections.kernel_dispatch` — which code runs: on the CPU the compiled C++ kernel
   of :mod:`~sparse_tutorial.projections.fused` (``fused_sparsemax.cpp``) when a compiler is at hand
   (``with fused.eager():`` turns it off), else the eager PyTorch code of the two modules below;

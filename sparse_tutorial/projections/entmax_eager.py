@@ -7,7 +7,7 @@ no longer changes; a sort-based threshold (Peters et al. 2019, Algorithm 2) is t
 practice. :class:`Entmax15Function` wraps it with the closed-form backward of Peters et al. (2019).
 
 :func:`~sparse_tutorial.projections.entmax15` runs this code where the compiled kernel does not
-(:mod:`sparse_tutorial.projections.kernel_dispatch`); :mod:`sparse_tutorial.projections.alpha_entmax` shares the vector-Jacobian
+(:mod:`sparse_tutorial.projections.kernel_dispatch`); :func:`~sparse_tutorial.projections.alpha_entmax` shares the vector-Jacobian
 product ``_entmax_vjp``.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@
 * ``_as_rows`` and ``_from_rows`` — any ``dim`` of any shape as a contiguous ``(rows, n)`` matrix
   and back, the layout the threshold searches and the compiled kernel work on (a copy only when needed).
 
-:mod:`sparse_tutorial.projections.alpha_entmax` uses them too.
+:func:`~sparse_tutorial.projections.alpha_entmax` uses them too.
 """
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import torch
 
 from sparse_tutorial.data import shuffled_sources
 from sparse_tutorial.decoding import Decoded
-from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, CorpusSizes, Pair, TranslationData
+from sparse_tutorial.experiments.nmt.data import BOS_ID, EOS_ID, CorpusSizes, Pair, TranslationData
 from sparse_tutorial.metrics import attention_entropy_per_token, sink_share
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
 from sparse_tutorial.profiles import seed_everything
@@ -71,7 +71,7 @@ class Sizes:
     """Data, model and training sizes of one profile.
 
     Attributes:
-        corpus: which verses (:class:`~sparse_tutorial.experiments.nmt_data.CorpusSizes`).
+        corpus: which verses (:class:`~sparse_tutorial.experiments.nmt.data.CorpusSizes`).
         embedding_dim, hidden_dim, layers, dropout: the model (``layers`` encoder and decoder layers).
         batch_tokens: target tokens per batch.
         epochs, learning_rate: training (:func:`train_system`: every epoch, the best dev-BLEU one kept).

@@ -33,7 +33,7 @@ from sparse_tutorial.experiments.classification import (
     fit,
     uniform_attention,
 )
-from sparse_tutorial.experiments.explanation_claims import checks
+from sparse_tutorial.experiments.explanation.claims import checks
 from sparse_tutorial.experiments.interpretability import head, on_device_of
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
@@ -341,7 +341,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     """The dict that ``book/results/explanation.json`` holds: ``profile_note``, ``corpus``; for each of
     ``erasure``, ``permutation``, ``adversarial`` and ``baselines``, one row per seed (``{"seed", ...}``; a
     median :func:`permutation` could not take is ``None``); and ``checks``, the verdicts of
-    :func:`~sparse_tutorial.experiments.explanation_claims.checks` on the per-example results of every seed."""
+    :func:`~sparse_tutorial.experiments.explanation.claims.checks` on the per-example results of every seed."""
     by_run = dict(zip(runs, results))
     rows: dict[str, list[dict[str, Any]]] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
     correct_by_model: dict[str, list[list[int]]] = {}

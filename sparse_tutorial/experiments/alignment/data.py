@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Sequence
 from sparse_tutorial.data import CORPORA, Vocabulary, load
 from sparse_tutorial.data.bible import ENGLISH
 from sparse_tutorial.data.cache import cache_dir
-from sparse_tutorial.experiments.nmt_data import Pair, TranslationData
+from sparse_tutorial.experiments.nmt.data import Pair, TranslationData
 
 ALIGNMENT_CORPUS = "bible_alignments"
 """The data package's name of the manually word-aligned Greek-English corpus."""

@@ -2,9 +2,9 @@
 
 Table I per seed and averaged, how each system converged (dev BLEU per epoch, the best epoch, whether the
 last epochs still gained), what each intervention did to its own mechanism measure (:data:`~sparse_tutorial.
-experiments.nmt_claims.MECHANISMS`, with seed-and-verse intervals), the λ sweep, training speed, examples,
+experiments.nmt.claims.MECHANISMS`, with seed-and-verse intervals), the λ sweep, training speed, examples,
 heatmaps, and in ``checks`` the headline numbers and every claim judged by the inference standard
-(:mod:`~sparse_tutorial.experiments.nmt_claims`). Nothing here changes
+(:mod:`~sparse_tutorial.experiments.nmt.claims`). Nothing here changes
 what a run computes, so editing this module never makes stored runs stale.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from sparse_tutorial.experiments.inference import MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score
-from sparse_tutorial.experiments.nmt_claims import CLAIMS, MECHANISMS, judge, mechanism_table
-from sparse_tutorial.experiments.nmt_data import TranslationData, translation_corpus
-from sparse_tutorial.experiments.nmt_training import SIZES, SYSTEMS, System
+from sparse_tutorial.experiments.nmt.claims import CLAIMS, MECHANISMS, judge, mechanism_table
+from sparse_tutorial.experiments.nmt.data import TranslationData, translation_corpus
+from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, System
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
 

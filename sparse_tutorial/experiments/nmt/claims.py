@@ -1,6 +1,6 @@
 """Zhang et al.'s claims on translation (§VII-A, Tables I, II and IV), fixed before the stored run, and how
 chapter 9 judges them (:mod:`~sparse_tutorial.experiments.inference`). The alignment claims of Table III
-are :mod:`~sparse_tutorial.experiments.alignment_claims`.
+are :mod:`~sparse_tutorial.experiments.alignment.claims`.
 
 The paper's German→English results are its Table II, whose numbers did not survive the text extraction;
 §VII-A states its findings: "NMT+Entropy outperforms NMT+Coverage and NMT+Cov+Ent performs best", and the

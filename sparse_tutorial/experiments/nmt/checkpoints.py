@@ -1,7 +1,7 @@
 """The quick systems of chapters 8 and 9, trained once per machine and cached.
 
 Chapter 8 trains the baseline and chapter 9 the other quick systems of Table I, each from scratch with the
-stored run's protocol (:func:`~sparse_tutorial.experiments.nmt_training.train_system`). Each trained
+stored run's protocol (:func:`~sparse_tutorial.experiments.nmt.training.train_system`). Each trained
 system is stored under ``<data cache>/checkpoints`` (:func:`checkpoint_path`), so chapter 9 reuses chapter
 8's baseline and a chapter run twice loads its systems instead of training them again.
 
@@ -20,14 +20,14 @@ from typing import Any, Iterator, NamedTuple
 import torch
 
 from sparse_tutorial.data.cache import cache_dir
-from sparse_tutorial.experiments.nmt_data import TranslationData
-from sparse_tutorial.experiments.nmt_training import SIZES, SYSTEMS, Sizes, build_model, train_system
+from sparse_tutorial.experiments.nmt.data import TranslationData
+from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, Sizes, build_model, train_system
 from sparse_tutorial.models.seq2seq import Seq2Seq
 from sparse_tutorial.training import History, load_checkpoint, save_checkpoint
 
 
 class TrainedSystem(NamedTuple):
-    """A system trained by :func:`~sparse_tutorial.experiments.nmt_training.train_system`: the model (at its
+    """A system trained by :func:`~sparse_tutorial.experiments.nmt.training.train_system`: the model (at its
     best dev epoch), its training :class:`History`, and the dev attention's measures after every epoch."""
 
     model: Seq2Seq
@@ -36,7 +36,7 @@ class TrainedSystem(NamedTuple):
 
 
 def checkpoint_path(name: str, profile: str, seed: int, data: TranslationData, sizes: Sizes | None = None) -> Path:
-    """Where system ``name`` of :data:`~sparse_tutorial.experiments.nmt_training.SYSTEMS` trained with
+    """Where system ``name`` of :data:`~sparse_tutorial.experiments.nmt.training.SYSTEMS` trained with
     ``seed`` at ``profile`` is cached: the file name hashes the system, the sizes, the parameter shapes, the
     data and the seed."""
     sizes = sizes or SIZES[profile]
@@ -76,7 +76,7 @@ def _locked(path: Path) -> Iterator[None]:
 def trained_system(name: str, profile: str, seed: int, data: TranslationData, device: torch.device | str,
                    sizes: Sizes | None = None, progress: bool = False) -> TrainedSystem:
     """System ``name`` trained from scratch with ``seed`` at ``profile`` (or ``sizes``): loaded from
-    :func:`checkpoint_path`, else trained by :func:`~sparse_tutorial.experiments.nmt_training.train_system`
+    :func:`checkpoint_path`, else trained by :func:`~sparse_tutorial.experiments.nmt.training.train_system`
     and stored there."""
     sizes = sizes or SIZES[profile]
     path = checkpoint_path(name, profile, seed, data, sizes)

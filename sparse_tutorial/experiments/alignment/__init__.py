@@ -1,17 +1,17 @@
 """Experiment ``alignment``: Zhang et al. (2019) Table III, explained in chapter 9.
 
 Attention as a word aligner. Greek→English attention models (:mod:`sparse_tutorial.models.seq2seq`, the
-NMT, +Coverage, +Entropy and +Cov+Ent systems of Table I, :mod:`~sparse_tutorial.experiments.nmt_training`)
+NMT, +Coverage, +Entropy and +Cov+Ent systems of Table I, :mod:`~sparse_tutorial.experiments.nmt.training`)
 are trained from scratch on the manually word-aligned New Testament verses
-(:mod:`~sparse_tutorial.experiments.alignment_data`). Their teacher-forced attention on the test verses is
+(:mod:`~sparse_tutorial.experiments.alignment.data`). Their teacher-forced attention on the test verses is
 scored with AER and SAER against the gold links, next to two aligners without attention: the diagonal and
-IBM Model 1 (:mod:`~sparse_tutorial.experiments.alignment_training`).
+IBM Model 1 (:mod:`~sparse_tutorial.experiments.alignment.training`).
 
 Table III is its own experiment, not part of ``nmt``: the aligners train on another corpus, in minutes, and
 their recipe can change without making the translation grid's stored runs (days of CPU) stale.
 
 ``python -m sparse_tutorial.experiments alignment --profile medium --seeds 3 --workers 2`` writes
-``book/results/alignment.json``; :mod:`~sparse_tutorial.experiments.alignment_results` assembles it.
+``book/results/alignment.json``; :mod:`~sparse_tutorial.experiments.alignment.results` assembles it.
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from sparse_tutorial.experiments.alignment_data import Alignment, AlignmentCorpusSizes, alignment_corpus
-from sparse_tutorial.experiments import alignment_results
-from sparse_tutorial.experiments.alignment_training import baseline_alignment_scores, run_alignment
-from sparse_tutorial.experiments.nmt_training import SYSTEMS, attention_measures, build_model, loss_for
+from sparse_tutorial.experiments.alignment.data import Alignment, AlignmentCorpusSizes, alignment_corpus
+from sparse_tutorial.experiments.alignment import results as alignment_results
+from sparse_tutorial.experiments.alignment.training import baseline_alignment_scores, run_alignment
+from sparse_tutorial.experiments.nmt.training import SYSTEMS, attention_measures, build_model, loss_for
 from sparse_tutorial.experiments.sweep import Run, run_sweep
 from sparse_tutorial.profiles import default_device
 
@@ -37,11 +37,11 @@ class Sizes:
     """Data, model and training sizes of one profile.
 
     Attributes:
-        corpus: which aligned verses (:class:`~sparse_tutorial.experiments.alignment_data.AlignmentCorpusSizes`).
+        corpus: which aligned verses (:class:`~sparse_tutorial.experiments.alignment.data.AlignmentCorpusSizes`).
         embedding_dim, hidden_dim, layers, dropout: the model (word-level, ``layers`` encoder and decoder layers).
         batch_tokens, epochs, learning_rate, patience: training (early stopping on the teacher-forced NLL of
             the dev verses, the best epoch kept; ``patience=None``: every epoch).
-        systems: rows of :data:`~sparse_tutorial.experiments.nmt_training.SYSTEMS` to train.
+        systems: rows of :data:`~sparse_tutorial.experiments.nmt.training.SYSTEMS` to train.
         ibm1_iterations: EM iterations of IBM Model 1.
         threads: torch CPU threads per run.
     """
@@ -106,7 +106,7 @@ def execute(run: Run, alignment: Alignment | None = None, device: torch.device |
     :func:`~sparse_tutorial.profiles.default_device` and the profile's :data:`SIZES` (tests).
 
     Returns:
-        ``aligner``: :func:`~sparse_tutorial.experiments.alignment_training.run_alignment`'s scores (AER,
+        ``aligner``: :func:`~sparse_tutorial.experiments.alignment.training.run_alignment`'s scores (AER,
         SAER, argmax agreement, the per-verse AER counts, the dev NLL per epoch, the test NLL with real and
         shuffled sources) and the attention measures; ``baselines``: the diagonal's and IBM Model 1's AER.
     """
@@ -135,5 +135,5 @@ def run(profile: str = "quick", seeds: int = 1, alignment: Alignment | None = No
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]],
              alignment: Alignment | None = None) -> dict[str, Any]:
-    """``alignment.json`` (:func:`~sparse_tutorial.experiments.alignment_results.assemble` at ``profile``)."""
+    """``alignment.json`` (:func:`~sparse_tutorial.experiments.alignment.results.assemble` at ``profile``)."""
     return alignment_results.assemble(SIZES[profile], seeds, runs, results, alignment)

@@ -39,8 +39,8 @@ from torch import Tensor
 
 from sparse_tutorial.data.text import UNK, Vocabulary
 from sparse_tutorial.experiments.runner import mean_std, rounded, sweep_experiment
-from sparse_tutorial.experiments.summarization_claims import checks
-from sparse_tutorial.experiments.summarization_data import (  # noqa: F401 (part of this module's API)
+from sparse_tutorial.experiments.summarization.claims import checks
+from sparse_tutorial.experiments.summarization.data import (  # noqa: F401 (part of this module's API)
     Example,
     SummarizationData,
     SummaryBatch,
@@ -278,7 +278,7 @@ def evaluate(model: PointerGenerator, examples: Sequence[Example], vocab: Vocabu
     """ROUGE of the beam-search summaries and the three quantities the mechanisms are meant to change.
 
     Returns an :class:`Evaluation`: the summaries, each document's ROUGE-L and :func:`document_measures`
-    (for the claims of :mod:`~sparse_tutorial.experiments.summarization_claims`) and the metrics
+    (for the claims of :mod:`~sparse_tutorial.experiments.summarization.claims`) and the metrics
     (percentages are in [0, 100]):
 
     * ``rouge1``, ``rouge2``, ``rougeL``, ``rougeLsum`` -- F1 against the untruncated synopses;
@@ -392,7 +392,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     """The dict that ``book/results/summarization.json`` holds: per system its runs, their mean and standard
     deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines,
     ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary, and
-    ``checks``: :func:`~sparse_tutorial.experiments.summarization_claims.checks` (``seeds``: the fewest seeds
+    ``checks``: :func:`~sparse_tutorial.experiments.summarization.claims.checks` (``seeds``: the fewest seeds
     of any system; the mechanism of each intervention; the claims)."""
     sizes = SIZES[profile]
     data = load_data(sizes)

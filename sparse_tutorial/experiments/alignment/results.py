@@ -4,7 +4,7 @@
 Table III per seed and averaged (AER, SAER, argmax agreement), the controls each aligner must pass (reading
 its source, leaving uniform attention), the aligners without attention, the attention of a few test verses
 next to their gold links, and in ``checks`` the headline numbers and the claims judged by the inference
-standard (:mod:`~sparse_tutorial.experiments.alignment_claims`). Nothing here changes what a run computes,
+standard (:mod:`~sparse_tutorial.experiments.alignment.claims`). Nothing here changes what a run computes,
 so editing this module never makes stored runs stale.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.alignment_claims import CLAIMS, alignment_controls, judge
-from sparse_tutorial.experiments.alignment_data import Alignment, alignment_corpus
-from sparse_tutorial.experiments.alignment_training import example_indices
+from sparse_tutorial.experiments.alignment.claims import CLAIMS, alignment_controls, judge
+from sparse_tutorial.experiments.alignment.data import Alignment, alignment_corpus
+from sparse_tutorial.experiments.alignment.training import example_indices
 from sparse_tutorial.experiments.inference import Evidence, aer_score, compare
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run

@@ -13,8 +13,8 @@ import torch
 
 from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
 from sparse_tutorial.data import shuffled_sources
-from sparse_tutorial.experiments.alignment_data import AlignedPair, Alignment, word_data
-from sparse_tutorial.experiments.nmt_data import BOS_ID, EOS_ID, TokenVocabulary
+from sparse_tutorial.experiments.alignment.data import AlignedPair, Alignment, word_data
+from sparse_tutorial.experiments.nmt.data import BOS_ID, EOS_ID, TokenVocabulary
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
 from sparse_tutorial.profiles import seed_everything

@@ -1,9 +1,9 @@
 """Experiment ``nmt``: Zhang et al. (2019) §VI-A / §VII-A, Tables I-IV and Fig. 5, explained in chapters 8-9.
 
-Bible German→English translation (:mod:`~sparse_tutorial.experiments.nmt_data`: both German versions as
+Bible German→English translation (:mod:`~sparse_tutorial.experiments.nmt.data`: both German versions as
 training sources, joint BPE pieces, three English references) with the attentional LSTM encoder-decoder of
 :mod:`sparse_tutorial.models.seq2seq`, in the systems of Table I
-(:mod:`~sparse_tutorial.experiments.nmt_training`), **each trained from scratch** with the same recipe,
+(:mod:`~sparse_tutorial.experiments.nmt.training`), **each trained from scratch** with the same recipe,
 data and budget, as in the paper:
 
 =================  ==========================  ========  =====================
@@ -21,7 +21,7 @@ NMT                softmax                     --        --
 
 plus our remedy (+Entropy switched on from epoch 3), the λ sweep of +Entropy (Table IV) and one timing
 run. Word alignment (Table III) is experiment :mod:`~sparse_tutorial.experiments.alignment`. This module is
-the experiment's grid of runs and what each run computes; :mod:`~sparse_tutorial.experiments.nmt_results`
+the experiment's grid of runs and what each run computes; :mod:`~sparse_tutorial.experiments.nmt.results`
 assembles ``nmt.json`` from them and judges the claims.
 
 ``python -m sparse_tutorial.experiments nmt --profile medium --seeds 3 --workers 2`` writes
@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from sparse_tutorial.experiments.nmt_data import Pair, TranslationData, translation_corpus
-from sparse_tutorial.experiments.nmt_results import assemble
-from sparse_tutorial.experiments.nmt_training import (
+from sparse_tutorial.experiments.nmt.data import Pair, TranslationData, translation_corpus
+from sparse_tutorial.experiments.nmt.results import assemble
+from sparse_tutorial.experiments.nmt.training import (
     HEADLINE, SIZES, SYSTEMS, Sizes, System, test_system, train_system, training_speed, verse_measures,
 )
 from sparse_tutorial.experiments.sweep import Run, run_sweep
@@ -88,12 +88,12 @@ def execute(run: Run, data: TranslationData | None = None, device: torch.device 
     :func:`~sparse_tutorial.profiles.default_device` and the profile's :data:`SIZES` (tests).
 
     Returns:
-        ``system``: the test ``metrics`` (:func:`~sparse_tutorial.experiments.nmt_training.test_system`,
+        ``system``: the test ``metrics`` (:func:`~sparse_tutorial.experiments.nmt.training.test_system`,
         with ``max_weight`` and ``repeated_bigrams``), the detokenized test ``outputs``, the per-verse sums of
         the attention measures (``verses``), per epoch the dev BLEU, training loss, NLL and attention
         entropy and the dev attention's entropy and first-token sink share (``epochs``), ``best_epoch`` and
         :data:`HEATMAPS` attention ``heatmaps``; ``speed``:
-        :func:`~sparse_tutorial.experiments.nmt_training.training_speed` of every system of the profile.
+        :func:`~sparse_tutorial.experiments.nmt.training.training_speed` of every system of the profile.
     """
     profile = run["profile"]
     sizes = sizes or SIZES[profile]

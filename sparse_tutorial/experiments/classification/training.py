@@ -1,5 +1,5 @@
 """The training loop every Part III experiment shares: :func:`fit` trains an attention classifier on a
-:class:`~sparse_tutorial.experiments.classification_data.Task` with :func:`training_loss` (the classification
+:class:`~sparse_tutorial.experiments.classification.data.Task` with :func:`training_loss` (the classification
 loss, plus Sun & Lu's ``VᵀW`` regularizer or any extra term) and keeps the epoch that is best on dev;
 :func:`accuracy` and :func:`correct_predictions` evaluate it, optionally with fixed attention weights such as
 :func:`uniform_attention`. Chapters 11-13 import these names from
@@ -13,7 +13,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch import Tensor
 
-from sparse_tutorial.experiments.classification_data import Split, Task, batches
+from sparse_tutorial.experiments.classification.data import Split, Task, batches
 from sparse_tutorial.models.classifier import (
     AttentionClassifier,
     ClassifierConfig,

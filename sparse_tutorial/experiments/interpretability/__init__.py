@@ -11,7 +11,7 @@ test sentences:
   largest τ-b the attention's ties allow (:func:`tau_b_bound`) and τ over the positions of non-zero weight;
 
 and, across the sparsegen λ grid, Kendall's τ-b between λ and ``H̃(g_ŷ(x))`` (their Table 2). The verdicts on
-the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability_claims`'s.
+the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability.claims`'s.
 
 ``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
 ``book/results/interpretability.json`` (``--profile medium``: the stored run, sized for a shared 2-core CPU; :data:`SIZES`):
@@ -30,7 +30,7 @@ from scipy.stats import kendalltau
 from torch import Tensor
 
 from sparse_tutorial.experiments.classification import Split, Task, cached_task, fit
-from sparse_tutorial.experiments.interpretability_claims import judge
+from sparse_tutorial.experiments.interpretability.claims import judge
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
@@ -68,7 +68,7 @@ def importance_statistics(model: AttentionClassifier, split: Split,
                           intermediate_examples: int | None = None) -> dict[str, float]:
     """Means over the examples of ``split`` of every quantity in the module docstring, and in ``"items"`` the
     value of each example (``None`` where it is undefined: fewer than two positions, or a constant vector),
-    which the claims resample (:mod:`~sparse_tutorial.experiments.interpretability_claims`).
+    which the claims resample (:mod:`~sparse_tutorial.experiments.interpretability.claims`).
 
     ``intermediate_examples``: measure ``H̃(g_{h_p}(x))`` on the first that many examples only (``None``: all
     of them); it takes one backward pass per position, which on documents of hundreds of tokens costs far
@@ -279,7 +279,7 @@ def execute(run: Run) -> dict[str, Any]:
 
 
 def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The verdicts on Meister et al.'s claims (:func:`~sparse_tutorial.experiments.interpretability_claims.judge`)
+    """The verdicts on Meister et al.'s claims (:func:`~sparse_tutorial.experiments.interpretability.claims.judge`)
     and what they rest on: ``{"seeds": the fewest seeds of any (data set, encoder, λ), "n_test": {data set:
     test items per run}, "lambdas": {data set: sparsegen λ grid}, "claims"}``."""
     per_cell: dict[tuple, int] = {}

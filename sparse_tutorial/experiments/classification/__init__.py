@@ -1,9 +1,9 @@
 """Experiment ``classification``: Sun & Lu (2020), explained in chapter 11.
 
 Holds what every Part III experiment shares -- the data of
-:mod:`~sparse_tutorial.experiments.classification_data` (a :class:`Task` of padded train/dev/test tensors,
+:mod:`~sparse_tutorial.experiments.classification.data` (a :class:`Task` of padded train/dev/test tensors,
 the vocabulary and per-token label counts) and the training loop of
-:mod:`~sparse_tutorial.experiments.classification_training` (:func:`fit`, keeping the epoch that is best on
+:mod:`~sparse_tutorial.experiments.classification.training` (:func:`fit`, keeping the epoch that is best on
 dev, and :func:`accuracy`); their names are importable from here too -- plus the pieces of chapter 11:
 
 * :func:`synthetic_task`: a corpus on which Sun & Lu's assumptions hold *exactly* (every token is
@@ -19,7 +19,7 @@ Table 2 on the whole of Rotten Tomatoes, 20News I and 20News II, early stopping 
 CPU). The experiment is a grid of runs (:func:`grid`: one per trained model, :func:`system_run`), each
 trained and evaluated by :func:`execute` and combined by :func:`assemble` (see
 :mod:`~sparse_tutorial.experiments.runner`), which judges the paper's claims with
-:mod:`~sparse_tutorial.experiments.classification_claims`.
+:mod:`~sparse_tutorial.experiments.classification.claims`.
 
 Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
 so their numbers do not depend on the hardware) and hands the model back on the CPU, so every analysis
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from sparse_tutorial.experiments.classification_claims import TABLE_2_SCALES, Model, judge
-from sparse_tutorial.experiments.classification_data import (  # noqa: F401 (part of this module's API)
+from sparse_tutorial.experiments.classification.claims import TABLE_2_SCALES, Model, judge
+from sparse_tutorial.experiments.classification.data import (  # noqa: F401 (part of this module's API)
     TASKS,
     Split,
     Task,
@@ -44,7 +44,7 @@ from sparse_tutorial.experiments.classification_data import (  # noqa: F401 (par
     load_task,
     synthetic_task,
 )
-from sparse_tutorial.experiments.classification_training import (  # noqa: F401 (part of this module's API)
+from sparse_tutorial.experiments.classification.training import (  # noqa: F401 (part of this module's API)
     AttentionSource,
     ExtraLoss,
     FitResult,
@@ -318,7 +318,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
         [{"task", "variant", "scale", "vtw_weight", "seed", "test_accuracy", "classes"[, "vtw",
         "average_weight_medians"]}] (:func:`analysis_medians`), "checks": {"seeds" (the fewest of any task),
         "n_test": {task: test documents}, "datasets": [task], "claims":
-        :func:`~sparse_tutorial.experiments.classification_claims.judge`'s, every task's claims in one family}}``.
+        :func:`~sparse_tutorial.experiments.classification.claims.judge`'s, every task's claims in one family}}``.
     """
     done = dict(zip(runs, results))
     table, scores, corpora, seeds_per_task, n_test, judged_tasks = [], [], {}, {}, {}, []
