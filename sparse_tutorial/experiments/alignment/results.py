@@ -17,7 +17,8 @@ import numpy as np
 
 from sparse_tutorial.experiments.alignment.claims import CLAIMS, alignment_controls, judge
 from sparse_tutorial.experiments.alignment.data import Alignment, alignment_corpus
-from sparse_tutorial.experiments.alignment.training import example_indices
+from sparse_tutorial.experiments.alignment.training import EXAMPLES
+from sparse_tutorial.experiments.nmt.data import middling_verses
 from sparse_tutorial.experiments.inference import Evidence, aer_score, compare
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
@@ -58,7 +59,7 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
                 for c in CLAIMS.values() if c.a in aligners and c.b in aligners}
     scores = {name: {k: mean_std([r[k] for r in seeded]) for k in SCORES} for name, seeded in aligners.items()}
     nmt_aer = scores["NMT"]["aer"]["mean"] if "NMT" in scores else None
-    shown = [test_pairs[i] for i in example_indices(test_pairs)]
+    shown = [test_pairs[i] for i in middling_verses(test_pairs, EXAMPLES)]
     return rounded({
         "corpus": {**alignment.provenance, "train_pairs": len(alignment.train), "dev_pairs": len(alignment.dev),
                    "test_pairs": len(test_pairs)},

@@ -14,11 +14,14 @@ import torch
 from sparse_tutorial.alignment_baselines import IBMModel1, diagonal_alignment
 from sparse_tutorial.data import shuffled_sources
 from sparse_tutorial.experiments.alignment.data import AlignedPair, Alignment, word_data
-from sparse_tutorial.experiments.nmt.data import BOS_ID, EOS_ID, TokenVocabulary
+from sparse_tutorial.experiments.nmt.data import BOS_ID, EOS_ID, TokenVocabulary, middling_verses
 from sparse_tutorial.metrics import aer, argmax_agreement, hard_alignment, saer
 from sparse_tutorial.models.seq2seq import Seq2Seq, make_batch
 from sparse_tutorial.profiles import seed_everything
 from sparse_tutorial.training import LossFn, TrainConfig, epoch_seed, train
+
+EXAMPLES = 2
+"""Test verses whose attention every aligner run stores (for the chapter's heatmaps)."""
 
 
 def forced_attention(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabulary,
@@ -52,13 +55,6 @@ def _forced(model: Seq2Seq, src_vocab: TokenVocabulary, tgt_vocab: TokenVocabula
             attention += [attn[r, :len(p.target), :len(p.source)].cpu() for r, p in enumerate(chunk)]
     model.train(was_training)
     return (total, words), attention
-
-
-def example_indices(pairs: Sequence[AlignedPair], count: int = 2) -> list[int]:
-    """The first ``count`` verses of 8-14 source words (else the first verses): the test verses whose
-    attention every aligner run stores."""
-    middling = [i for i, p in enumerate(pairs) if 8 <= len(p.source) <= 14]
-    return (middling + [i for i in range(len(pairs)) if i not in middling])[:count]
 
 
 def alignment_scores(attention: Sequence[torch.Tensor], pairs: Sequence[AlignedPair]) -> dict[str, float]:
@@ -104,7 +100,8 @@ def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, alignme
         :func:`alignment_scores`; ``dev_nll`` per epoch and ``best_epoch``; the source-shuffle control: the
         test NLL per word with the real sources (``test_nll``) and with other verses' sources
         (``shuffled_source_nll``; a model that reads its source does far worse on them); the per-verse AER
-        counts (``verses``, :func:`aer_counts`); and the attention of the :func:`example_indices` verses.
+        counts (``verses``, :func:`aer_counts`); and the attention of the first :data:`EXAMPLES` test verses of
+        middling length (:func:`~sparse_tutorial.experiments.nmt.data.middling_verses`).
     """
     test = alignment.test
     data = word_data(alignment.train)
@@ -120,5 +117,5 @@ def run_alignment(build: Callable[[int, int], Seq2Seq], loss_fn: LossFn, alignme
               "test_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, test),
               "shuffled_source_nll": forced_nll(model, data.src_vocab, data.tgt_vocab, shuffled),
               "verses": aer_counts(attention, test),
-              "examples": [attention[i].tolist() for i in example_indices(test)]}
+              "examples": [attention[i].tolist() for i in middling_verses(test, EXAMPLES)]}
     return scores, attention

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sparse_tutorial.experiments.nmt.data import Pair, TranslationData, translation_corpus
+from sparse_tutorial.experiments.nmt.data import TranslationData, middling_verses, translation_corpus
 from sparse_tutorial.experiments.nmt.results import assemble
 from sparse_tutorial.experiments.nmt.training import (
     HEADLINE, SIZES, SYSTEMS, Sizes, System, test_system, train_system, training_speed, verse_measures,
@@ -117,7 +117,7 @@ def execute(run: Run, data: TranslationData | None = None, device: torch.device 
                        "seconds": np.cumsum([e["seconds"] for e in epochs]).tolist()},
             "best_epoch": history.best_epoch,
             "heatmaps": [{"source": data.test[i].source, "output": outputs[i], "attention": attention[i].tolist()}
-                         for i in heatmap_indices(data.test, HEATMAPS)]}
+                         for i in middling_verses(data.test, HEATMAPS)]}
 
 
 def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = None, n_examples: int = 8,
@@ -131,13 +131,3 @@ def run(profile: str = "quick", seeds: int = 1, data: TranslationData | None = N
                         threads_per_run=SIZES[profile].threads, progress=False)
     return assemble(profile, seeds, runs, results, data, n_examples)
 
-
-def heatmap_indices(pairs: list[Pair], count: int) -> list[int]:
-    """The first ``count`` test verses of middling length (8-14 source tokens), else the first verses."""
-    middling = [i for i, p in enumerate(pairs) if 8 <= len(p.source) <= 14]
-    return (middling + [i for i in range(len(pairs)) if i not in middling])[:count]
-
-
-def heatmap_index(pairs: list[Pair]) -> int:
-    """A test verse of middling length for the attention heatmaps (the first of 8-14 source tokens)."""
-    return heatmap_indices(pairs, 1)[0]

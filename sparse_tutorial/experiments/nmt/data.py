@@ -141,6 +141,13 @@ def load_translation_data(sizes: CorpusSizes) -> TranslationData:
     return TranslationData(train, dev, test, vocab, vocab, info)
 
 
+def middling_verses(pairs: Sequence[Any], count: int) -> list[int]:
+    """Indices of the first ``count`` of ``pairs`` (anything with a ``source``) of middling length, 8-14
+    source tokens, then of the first others: the verses whose attention a run stores for the heatmaps."""
+    middling = [i for i, p in enumerate(pairs) if 8 <= len(p.source) <= 14]
+    return (middling + [i for i in range(len(pairs)) if i not in middling])[:count]
+
+
 def _drawn(pairs: list[Pair], n: int, seed: int | None) -> list[Pair]:
     """The first ``n`` of ``pairs`` without a ``seed``; with one, ``n`` drawn at random from all of them and
     kept in their order."""
