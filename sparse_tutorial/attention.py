@@ -94,7 +94,7 @@ class Attention(nn.Module):
         score: a score module (e.g. ``AdditiveScore(8, 8, 16)``) or the name of one that needs no
             dimensions (``"dot"``, ``"scaled_dot"``, ``"cosine"``); use
             :func:`~sparse_tutorial.scores.get_score` for the others.
-        projection: a name from :data:`sparse_tutorial.projections.PROJECTIONS` (``"softmax"``,
+        projection: a name from :data:`~sparse_tutorial.projections.registry.PROJECTIONS` (``"softmax"``,
             ``"sparsemax"``, ``"sparsegen"``, ``"entmax15"``, ``"temperature"``, ``"gumbel"``) or a callable
             ``fn(scores, dim=-1)``.
         **projection_kwargs: passed to the named projection, e.g. ``temperature=0.5`` or ``lam=0.5``.
@@ -247,7 +247,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         query: ``(..., tgt_len, E)``.
         key: ``(..., src_len, E)``.
         value: ``(..., src_len, E_v)``.
-        projection: a name of :data:`~sparse_tutorial.projections.PROJECTIONS` (``"softmax"``,
+        projection: a name of :data:`~sparse_tutorial.projections.registry.PROJECTIONS` (``"softmax"``,
             ``"sparsemax"``, ``"entmax15"`` ...), a number α ≥ 1 (α-entmax), a function ``fn(scores, dim)`` or
             a module projecting the last dimension (e.g. a learnable ``AlphaEntmax``).
         return_weights: also return the weights (before dropout), ``(..., tgt_len, src_len)``.

@@ -137,3 +137,18 @@ def test_the_same_source_fingerprinted_another_way_is_linked_without_a_probe(tmp
     assert recorded["codes"][1] == code_fingerprint("explanation") != recorded["codes"][0]
     linked = equivalent_codes("explanation", code_fingerprint("explanation"), tmp_path / "results")
     assert linked == [recorded["codes"][0]]
+
+
+@pytest.mark.parametrize("name", sorted(equivalence.SHRINK))
+def test_every_probe_shrinks_sizes_that_exist(name):
+    """The probe of each experiment shrinks its profiles' sizes by field name: a field renamed in the sizes
+    must be renamed here too (interpretability's probe still said ``dim`` after issue 21 named it
+    ``embedding_dim`` and ``hidden_dim``, and could not run)."""
+    import importlib
+
+    from sparse_tutorial.experiments.records import EXPERIMENTS
+
+    assert set(equivalence.SHRINK) == set(EXPERIMENTS)
+    sizes = importlib.import_module(f"sparse_tutorial.experiments.{name}").SIZES
+    for profile, profile_sizes in sizes.items():
+        assert equivalence.SHRINK[name](profile_sizes) != profile_sizes, profile
