@@ -49,6 +49,6 @@ from sparse_tutorial.projections.dense import (GumbelSoftmax, Softmax, SoftmaxWi
 from sparse_tutorial.projections.registry import PROJECTIONS, Projection, get_projection
 from sparse_tutorial.projections.sparse import Entmax15, SparsegenLin, Sparsemax, entmax15, sparsegen_lin, sparsemax
 
-__all__ = ["softmax", "softmax_with_temperature", "gumbel_softmax", "sparsemax", "sparsegen_lin", "entmax15",
-           "alpha_entmax", "entmax_bisect", "Softmax", "SoftmaxWithTemperature", "GumbelSoftmax", "Sparsemax",
-           "SparsegenLin", "Entmax15", "AlphaEntmax", "EntmaxBisect", "Projection", "PROJECTIONS", "get_projection"]
+__all__ = ["PROJECTIONS", "AlphaEntmax", "Entmax15", "EntmaxBisect", "GumbelSoftmax", "Projection", "Softmax",
+           "SoftmaxWithTemperature", "SparsegenLin", "Sparsemax", "alpha_entmax", "entmax15", "entmax_bisect",
+           "get_projection", "gumbel_softmax", "softmax", "softmax_with_temperature", "sparsegen_lin", "sparsemax"]
