@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from sparse_tutorial.experiments.nmt.data import corpora
+from sparse_tutorial.experiments.nmt.data import translation_corpus
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, train_system
 from sparse_tutorial.experiments.runner import _git_commit, results_dir
 from sparse_tutorial.hardware import cpu_backend
@@ -33,7 +33,7 @@ BATCH_TOKENS = {"before (1,500 target pieces)": 1500, "medium profile (750 targe
 def learning_curve(batch_tokens: int, epochs: int) -> dict:
     """Dev BLEU after each epoch and the CPU seconds of training and dev decoding so far."""
     sizes = dataclasses.replace(SIZES["medium"], batch_tokens=batch_tokens, epochs=epochs, patience=None)
-    data, _ = corpora(sizes.corpus, alignment=False)
+    data = translation_corpus(sizes.corpus)
     cpu: list[float] = []
     start = time.process_time()
     original = data.bleu
