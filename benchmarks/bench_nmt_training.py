@@ -32,7 +32,7 @@ BATCH_TOKENS = {"before (1,500 target pieces)": 1500, "medium profile (750 targe
 
 def learning_curve(batch_tokens: int, epochs: int) -> dict:
     """Dev BLEU after each epoch and the CPU seconds of training and dev decoding so far."""
-    sizes = dataclasses.replace(SIZES["medium"], batch_tokens=batch_tokens, epochs=epochs, patience=None)
+    sizes = dataclasses.replace(SIZES["medium"], batch_tokens=batch_tokens, epochs=epochs)
     data = translation_corpus(sizes.corpus)
     cpu: list[float] = []
     start = time.process_time()

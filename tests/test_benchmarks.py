@@ -25,3 +25,23 @@ def test_seconds_to_reach_is_the_first_epoch_at_the_bleu():
     curve = {"dev_bleu": [2.0, 9.5, 13.1, 12.0], "cpu_seconds": [100.0, 200.0, 300.0, 400.0]}
     assert bench.seconds_to_reach(curve, 13.0) == 300.0
     assert bench.seconds_to_reach(curve, 20.0) is None
+
+
+def test_learning_curve_stamps_the_cpu_time_of_each_dev_bleu(monkeypatch):
+    """The benchmark's training call with the medium sizes it changes (batch, epochs), on a fake corpus and
+    a fake training run that computes two dev BLEUs."""
+    from types import SimpleNamespace
+
+    bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
+    data = SimpleNamespace(dev=["dev verse"], test=["test verse"], bleu=lambda outputs, pairs: 10.0 + len(outputs))
+
+    def train_system(system, corpus, sizes, seed, device):
+        assert (sizes.batch_tokens, sizes.epochs, seed) == (750, 2, 0)
+        history = SimpleNamespace(epochs=[{"dev": corpus.bleu(["a"] * k, corpus.dev)} for k in (1, 2)])
+        corpus.bleu(["a"], corpus.test)   # a test BLEU is not stamped
+        return None, history, []
+
+    monkeypatch.setattr(bench, "translation_corpus", lambda sizes: data)
+    monkeypatch.setattr(bench, "train_system", train_system)
+    curve = bench.learning_curve(750, 2)
+    assert curve["dev_bleu"] == [11.0, 12.0] and len(curve["cpu_seconds"]) == 2
