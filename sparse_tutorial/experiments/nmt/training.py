@@ -116,9 +116,9 @@ SIZES: dict[str, Sizes] = {
 """``quick``: chapters 8-9's own runs, about two minutes per system on one CPU core: the verses of up to 24
 pieces (about 4,200 pairs), 14 epochs. ``medium``: the stored run, on two CPU cores (``--workers 2``): the
 verses of up to 32 pieces from both German versions (about 18,000 pairs), a 128-dim one-layer model,
-batches of 750 target pieces (twice the updates per epoch of 1,500: in a calibration on a shared machine
-they reached dev BLEU 13 in 265 s of CPU instead of 432 s, and 27 after 6 epochs, where batches of 1,500
-needed 10-12; ``benchmarks/bench_nmt_training.py`` measures it), 30 epochs for every system, the best dev
+batches of 750 target pieces (twice the updates per epoch of 1,500, and more dev BLEU per epoch: 24.2
+after 8 epochs against 19.2, but not per CPU second: ``benchmarks/bench_nmt_training.py`` measured 473 s
+against 510 s of one thread to dev BLEU 19.2, ``nmt_training_speed.json``), 30 epochs for every system, the best dev
 epoch kept (with early stopping after 3 epochs without a better dev BLEU, the first stored runs stopped
 the regularized systems at epochs 17-18 while still improving, and the baseline ran all 30: their BLEU
 gap then measured the budget as much as the system); 1,000 test verses drawn from the whole Bible.
