@@ -23,7 +23,7 @@ from sparse_tutorial.experiments.inference import Evidence, aer_score, compare
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
 
-SCORES = ("aer", "saer", "argmax_agreement", "entropy_per_token", "sink_share_first", "test_nll",
+SCORES = ("aer", "saer", "argmax_agreement", "entropy_per_token", "sink_share_first", "sink_share_last", "test_nll",
           "shuffled_source_nll", "best_epoch")
 """The per-seed numbers of each aligner that the file keeps (with ``dev_nll`` per epoch)."""
 COUNTS = ("sure_hits", "possible_hits", "links", "sure")
