@@ -141,6 +141,11 @@ def test_the_chapters_quick_systems_are_trained_once_and_then_loaded(toy_transla
     path = nmt_checkpoints.checkpoint_path("+Entropy", "quick", 0, data, sizes)
     assert path.exists() and path.parent == tmp_path / "checkpoints"
     assert path != nmt_checkpoints.checkpoint_path("NMT", "quick", 0, data, sizes)
+    imitated = {**nmt_checkpoints.cpu_backend(), "torch_capability": "DEFAULT",
+                "overrides": {"ATEN_CPU_CAPABILITY": "default"}}
+    with monkeypatch.context() as patch:   # a system trained under another CPU back end is cached apart
+        patch.setattr(nmt_checkpoints, "cpu_backend", lambda: imitated)
+        assert nmt_checkpoints.checkpoint_path("+Entropy", "quick", 0, data, sizes) != path
     monkeypatch.setattr(nmt_checkpoints, "train_system", lambda *args, **kwargs: pytest.fail("trained again"))
     again = nmt_checkpoints.trained_system("+Entropy", "quick", 0, data, "cpu", sizes)
     assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()))

@@ -22,6 +22,7 @@ import torch
 from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.experiments.nmt.data import TranslationData
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, Sizes, build_model, train_system
+from sparse_tutorial.hardware import cpu_backend
 from sparse_tutorial.models.seq2seq import Seq2Seq
 from sparse_tutorial.training import History, load_checkpoint, save_checkpoint
 
@@ -38,13 +39,15 @@ class TrainedSystem(NamedTuple):
 def checkpoint_path(name: str, profile: str, seed: int, data: TranslationData, sizes: Sizes | None = None) -> Path:
     """Where system ``name`` of :data:`~sparse_tutorial.experiments.nmt.training.SYSTEMS` trained with
     ``seed`` at ``profile`` is cached: the file name hashes the system, the sizes, the parameter shapes, the
-    data and the seed."""
+    data, the seed and the CPU back end (the kernels, an imitated CPU, the threads: a system trained under
+    another back end is another model, and chapter 9 must not show it beside chapter 8's)."""
     sizes = sizes or SIZES[profile]
     system = SYSTEMS[name]
     shapes = {k: list(v.shape) for k, v in
               build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab)).state_dict().items()}
+    backend = {k: v for k, v in cpu_backend().items() if k in ("torch_capability", "overrides", "torch_threads")}
     key = hashlib.sha256(json.dumps([asdict(system), asdict(sizes), shapes, len(data.train), data.train[:3],
-                                     data.dev[:3], seed], sort_keys=True, default=str).encode()).hexdigest()[:16]
+                                     data.dev[:3], seed, backend], sort_keys=True, default=str).encode()).hexdigest()[:16]
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-").lower() or "system"
     return cache_dir() / "checkpoints" / f"nmt-{profile}-{slug}-seed{seed}-{key}.pt"
 
