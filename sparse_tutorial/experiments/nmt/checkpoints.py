@@ -46,8 +46,8 @@ def checkpoint_path(name: str, profile: str, seed: int, data: TranslationData, s
     shapes = {k: list(v.shape) for k, v in
               build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab)).state_dict().items()}
     backend = {k: v for k, v in cpu_backend().items() if k in ("torch_capability", "overrides", "torch_threads")}
-    key = hashlib.sha256(json.dumps([asdict(system), asdict(sizes), shapes, len(data.train), data.train[:3],
-                                     data.dev[:3], seed, backend], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    identity = [asdict(system), asdict(sizes), shapes, len(data.train), data.train[:3], data.dev[:3], seed, backend]
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
     slug = "".join(c if c.isalnum() else "-" for c in name).strip("-").lower() or "system"
     return cache_dir() / "checkpoints" / f"nmt-{profile}-{slug}-seed{seed}-{key}.pt"
 
