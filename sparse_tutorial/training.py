@@ -9,7 +9,8 @@ model-specific:
 * gradient clipping (global L2 norm), mixed precision (``float16`` autocast with a gradient scaler; GPU only);
 * early stopping on ``dev_fn(model) -> float`` (higher is better; a NaN score counts as no improvement),
   restoring the best epoch's weights;
-* a checkpoint after every epoch and resuming from it (``checkpoint_path``): see *Checkpoints* below;
+* a checkpoint after every epoch and resuming from it (``checkpoint_path``, or every call inside
+  :func:`checkpoint_every_epoch`): see *Checkpoints* below;
 * guards: a non-finite loss, or a step that leaves a parameter NaN or infinite, stops training with a
   :class:`FloatingPointError` naming the step, the epoch and the parameter, so non-finite weights are never
   checkpointed or returned (the loop reads such device values every :data:`READ_EVERY` steps, not every
@@ -29,20 +30,30 @@ one intact. The file is one header line ``sparse_tutorial checkpoint v1 sha256=<
 the run's :func:`run_fingerprint` -- the configuration (all but ``epochs``, ``device``, ``progress`` and
 ``checkpoint_path``, which may change when a run is resumed), the model's parameter names and shapes, and a
 SHA-256 of the tensors of epoch 0's batches -- and :func:`train` refuses to resume a checkpoint whose
-fingerprint differs, naming what differs. Every refusal is a :class:`CheckpointError`.
+fingerprint differs, naming what differs. Every refusal is a :class:`CheckpointError`. A resumed run
+continues with the generators' states (PyTorch, Python, NumPy) of the epoch it resumes after, so on the same
+machine it computes what the uninterrupted run would have.
+
+:func:`checkpoint_every_epoch` gives checkpoints to code that calls :func:`train` without asking for them:
+the sweep of stored runs wraps each run in it, so a run killed mid-training (a session that ends, a machine
+that restarts) resumes from its last finished epoch when the same grid runs again.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import dataclasses
 import hashlib
 import io
 import math
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Union
+from typing import Any, Callable, Iterable, Iterator, Union
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
@@ -52,8 +63,10 @@ from sparse_tutorial.profiles import default_device, seed_everything
 
 LossFn = Callable[[nn.Module, Any], "tuple[Tensor, dict[str, float]]"]
 """``loss_fn(model, batch) -> (loss, stats)``: a scalar loss to minimise and floats to record."""
-DevFn = Callable[[nn.Module], float]
-"""``dev_fn(model) -> score``: higher is better; called in eval mode without gradients after each epoch."""
+DevFn = Callable[[nn.Module], "float | tuple[float, dict[str, Any]]"]
+"""``dev_fn(model) -> score`` or ``(score, stats)``: higher scores are better; called in eval mode without
+gradients after each epoch. ``stats`` (anything else measured on the dev set) is kept in the epoch's record
+as ``dev_stats``, so that it is checkpointed and resumed with the rest of the history."""
 Batches = Union[Iterable[Any], Callable[[int], Iterable[Any]]]
 """A re-iterable of batches, or ``epoch -> iterable of batches`` (epochs count from 0)."""
 
@@ -72,7 +85,8 @@ class TrainConfig:
         seed: seeds Python, NumPy and PyTorch at the start of training.
         device: ``"cpu"``, ``"cuda"``, a :class:`torch.device`, or ``None`` for :func:`~sparse_tutorial.profiles.default_device`.
         amp: mixed precision (float16 autocast + gradient scaling); ignored unless the device is CUDA.
-        checkpoint_path: write a checkpoint here after every epoch and resume from it when it exists.
+        checkpoint_path: write a checkpoint here after every epoch and resume from it when it exists;
+            ``None``: none, unless :func:`train` is called inside :func:`checkpoint_every_epoch`.
         progress: show a tqdm progress bar.
         max_steps_per_epoch: stop each epoch after this many batches (benchmarks); ``None`` = all.
     """
@@ -111,14 +125,14 @@ class History:
         steps: one dict per optimizer step: ``epoch``, ``step`` (global), ``loss``, ``seconds`` and the
             stats returned by ``loss_fn``.
         epochs: one dict per epoch: ``epoch``, ``loss`` (mean over steps), ``seconds``, the mean of every
-            stat, and ``dev`` when a ``dev_fn`` was given.
+            stat, ``dev`` when a ``dev_fn`` was given, and ``dev_stats`` when it returned some.
         best_epoch: the epoch whose weights the model holds at the end (best dev score, else the last).
         best_dev: the dev score of ``best_epoch`` (``None`` without ``dev_fn``).
         stopped_early: whether patience ran out before ``epochs``.
     """
 
     steps: list[dict[str, float]] = field(default_factory=list)
-    epochs: list[dict[str, float]] = field(default_factory=list)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
     best_epoch: int | None = None
     best_dev: float | None = None
     stopped_early: bool = False
@@ -204,6 +218,54 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} is corrupt (truncated or changed on disk: its SHA-256 differs "
                               f"from the one recorded when it was written); delete it to train from scratch")
     return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+
+
+@dataclass
+class _CheckpointScope:
+    prefix: Path
+    calls: int = 0
+
+
+_SCOPE: contextvars.ContextVar[_CheckpointScope | None] = contextvars.ContextVar("checkpoint_scope", default=None)
+
+
+@contextlib.contextmanager
+def checkpoint_every_epoch(prefix: str | Path) -> Iterator[None]:
+    """Inside the block, every :func:`train` call whose config names no ``checkpoint_path`` checkpoints after
+    each epoch to ``PREFIX.train<n>.ckpt`` (``n`` = 0, 1, … in the order of the calls) and resumes from it
+    when it exists.
+
+    Code that trains in several phases calls :func:`train` in the same order each time it runs, so call
+    ``n`` finds its own checkpoint: a finished phase is restored from its last checkpoint at once, an
+    interrupted one continues after its last finished epoch.
+    """
+    token = _SCOPE.set(_CheckpointScope(Path(prefix)))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def _checkpoint_path(config: TrainConfig) -> Path | None:
+    """``config.checkpoint_path``, else the next one of the enclosing :func:`checkpoint_every_epoch`, else None."""
+    if config.checkpoint_path is not None:
+        return Path(config.checkpoint_path)
+    scope = _SCOPE.get()
+    if scope is None:
+        return None
+    scope.calls += 1
+    return Path(f"{scope.prefix}.train{scope.calls - 1}.ckpt")
+
+
+def _generator_states() -> dict[str, Any]:
+    return {"rng": torch.get_rng_state(), "python_rng": random.getstate(), "numpy_rng": np.random.get_state()}
+
+
+def _restore_generators(checkpoint: dict[str, Any]) -> None:
+    torch.set_rng_state(checkpoint["rng"])
+    if "python_rng" in checkpoint:  # checkpoints written before they were stored hold the torch state only
+        random.setstate(checkpoint["python_rng"])
+        np.random.set_state(checkpoint["numpy_rng"])
 
 
 def _tensors_sha256(batches: Iterable[Any]) -> str:
@@ -344,7 +406,7 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
     best_state: dict[str, Tensor] | None = None
     bad_epochs, start_epoch = 0, 0
 
-    path = Path(config.checkpoint_path) if config.checkpoint_path is not None else None
+    path = _checkpoint_path(config)
     fingerprint = run_fingerprint(model, train_batches, config) if path is not None else None
     if path is not None and path.exists():
         ckpt = load_checkpoint(path)
@@ -357,7 +419,7 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
         scaler.load_state_dict(ckpt["scaler"])
         history = History(**ckpt["history"])
         best_state, bad_epochs, start_epoch = ckpt["best_state"], ckpt["bad_epochs"], ckpt["epoch"] + 1
-        torch.set_rng_state(ckpt["rng"])
+        _restore_generators(ckpt)
         if history.stopped_early:
             start_epoch = config.epochs
 
@@ -402,7 +464,11 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
         if dev_fn is not None:
             model.eval()
             with torch.no_grad():
-                summary["dev"] = float(dev_fn(model))
+                measured = dev_fn(model)
+            score, dev_stats = measured if isinstance(measured, tuple) else (measured, None)
+            summary["dev"] = float(score)
+            if dev_stats is not None:
+                summary["dev_stats"] = dict(dev_stats)
             improved = math.isfinite(summary["dev"]) and (history.best_dev is None
                                                           or summary["dev"] > history.best_dev)
             if improved:
@@ -420,7 +486,7 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
             save_checkpoint(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                    "scaler": scaler.state_dict(), "history": history.to_dict(),
                                    "best_state": best_state, "bad_epochs": bad_epochs, "epoch": epoch,
-                                   "rng": torch.get_rng_state(), "fingerprint": fingerprint})
+                                   **_generator_states(), "fingerprint": fingerprint})
         if history.stopped_early:
             break
 

@@ -2,10 +2,12 @@
 stored as they finish, and a rerun resumes where an interrupted sweep stopped."""
 import functools
 import json
+from dataclasses import replace
 
 import pytest
 
-from sparse_tutorial.experiments import nmt, runner, sweep
+from sparse_tutorial import training
+from sparse_tutorial.experiments import alignment, nmt, runner, sweep
 from sparse_tutorial.experiments.__main__ import main
 from sparse_tutorial.experiments.sweep import Run, RayMissingError, run_sweep
 
@@ -62,6 +64,46 @@ def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     calls.clear()
     assert run_sweep(GRID, counting_execute(calls), run_dir=tmp_path, fresh=True, progress=False) == results
     assert calls == GRID
+
+
+class Preempted(Exception):
+    """The session ended."""
+
+
+@pytest.mark.parametrize("experiment", ["nmt", "alignment"])
+def test_a_run_killed_mid_training_resumes_from_its_last_epoch(tmp_path, monkeypatch, toy_translation,
+                                                              toy_alignment, experiment):
+    """A run whose training is killed after its first epoch continues from that epoch's checkpoint when the
+    sweep runs again, and stores the record the uninterrupted run stores."""
+    if experiment == "nmt":
+        data, sizes = toy_translation
+        run = nmt.system_run("quick", nmt.SYSTEMS["+Sparsemax"], 0)
+        execute = functools.partial(nmt.execute, data=data, device="cpu", sizes=replace(sizes, epochs=3))
+    else:
+        data, sizes = toy_alignment
+        run = alignment.runs_of("quick", 1)[1]
+        execute = functools.partial(alignment.execute, alignment=data, device="cpu",
+                                    sizes=replace(sizes, epochs=3, patience=None))
+    straight = run_sweep([run], execute, progress=False)
+    save = training.save_checkpoint
+    saves = []
+
+    def killed_after_one_epoch(path, state):
+        if saves:
+            raise Preempted
+        saves.append(path)
+        save(path, state)
+
+    monkeypatch.setattr(training, "save_checkpoint", killed_after_one_epoch)
+    with pytest.raises(Preempted):
+        run_sweep([run], execute, run_dir=tmp_path, progress=False, identity={"code": "abc"})
+    assert [p.name for p in saves] == [f"{run.key}.code-abc.train0.ckpt"] and saves[0].exists()
+    monkeypatch.setattr(training, "save_checkpoint", save)
+    resumed = run_sweep([run], execute, run_dir=tmp_path, progress=False, identity={"code": "abc"})
+    assert without_timings(resumed[0]) == without_timings(straight[0])
+    record = json.loads((tmp_path / f"{run.key}.json").read_text())
+    assert record["resumed_checkpoints"] == [saves[0].name]
+    assert not list(tmp_path.glob("*.ckpt"))  # deleted once the record is stored
 
 
 def test_a_run_is_named_by_its_whole_config():

@@ -1,11 +1,15 @@
 """Tests for sparse_tutorial.training: the loop learns, stops early, restores the best epoch, resumes."""
+import random
 from collections import namedtuple
+from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from sparse_tutorial.training import History, TrainConfig, move_to, train
+from sparse_tutorial.training import (History, TrainConfig, checkpoint_every_epoch, load_checkpoint, move_to,
+                                      train)
 
 Batch = namedtuple("Batch", "x y")
 
@@ -83,6 +87,32 @@ def test_checkpoint_resume_matches_uninterrupted_run(tmp_path):
     assert torch.allclose(fresh.weight, straight.weight) and torch.allclose(fresh.bias, straight.bias)
     assert len(h_resumed.epochs) == 4 and len(h_resumed.steps) == len(h_straight.steps)
     assert h_resumed.epochs[3]["loss"] == pytest.approx(h_straight.epochs[3]["loss"])
+
+
+def test_calls_inside_checkpoint_every_epoch_get_their_own_checkpoints(tmp_path):
+    config = TrainConfig(epochs=2, lr=0.05, device="cpu")
+    with checkpoint_every_epoch(tmp_path / "run"):
+        train(make_model(), regression_batches(), mse, config)
+        train(make_model(), regression_batches(), mse, config)
+        train(make_model(), regression_batches(), mse, replace(config, checkpoint_path=tmp_path / "own.ckpt"))
+    train(make_model(), regression_batches(), mse, config)  # outside the block: no checkpoint
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["own.ckpt", "run.train0.ckpt", "run.train1.ckpt"]
+    assert load_checkpoint(tmp_path / "run.train1.ckpt")["epoch"] == 1
+
+
+def test_a_resumed_run_continues_every_generator(tmp_path):
+    """Dropout draws from torch's generator, a loss may draw from Python's or NumPy's: the resumed epochs draw
+    what the uninterrupted run drew."""
+    def noisy(model, batch):
+        noise = torch.rand(()) + random.random() + float(np.random.rand())
+        return mse(model, batch)[0] * (1 + 0.01 * noise), {"noise": float(noise)}
+
+    config = TrainConfig(epochs=3, lr=0.05, device="cpu", checkpoint_path=tmp_path / "noisy.ckpt")
+    straight = train(make_model(), regression_batches(), noisy, replace(config, checkpoint_path=None))
+    train(make_model(), regression_batches(), noisy, replace(config, epochs=1))
+    random.seed(99), np.random.seed(99), torch.manual_seed(99)
+    resumed = train(make_model(), regression_batches(), noisy, config)
+    assert [s["noise"] for s in resumed.steps] == [s["noise"] for s in straight.steps]
 
 
 def test_grad_clip_bounds_the_update():

@@ -24,13 +24,18 @@ it printed; :mod:`~sparse_tutorial.experiments.records`: the result, its config,
 device, the identity of the sizes and code that made it, and a checksum), and a later call reuses the
 records that check out, so an interrupted sweep resumes where it stopped (``fresh=True`` redoes them). A
 run is locked (``KEY.lock``) while it trains, so two sweeps on one folder share the work: each trains the
-runs the other has not taken, then waits for the other's. The results come back in the order of ``runs``
-as they read from those files (strict JSON: a NaN is ``None``), so a resumed sweep and a fresh one are
-assembled from identical values.
+runs the other has not taken, then waits for the other's. While a run trains, every call of
+:func:`~sparse_tutorial.training.train` in it writes a checkpoint after each epoch beside the record
+(``KEY.code-CODE.train<n>.ckpt``, :func:`~sparse_tutorial.training.checkpoint_every_epoch`; never committed):
+a run killed mid-training continues from its last finished epoch when the sweep runs again with the same
+code, and the record lists the checkpoints it resumed from (``resumed_checkpoints``). They are deleted once
+the record is stored. The results come back in the order of ``runs`` as they read from those files
+(strict JSON: a NaN is ``None``), so a resumed sweep and a fresh one are assembled from identical values.
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import io
 import json
@@ -55,6 +60,7 @@ from sparse_tutorial.experiments.records import (
     LOG, RecordNotStoredError, Status, check_free_space, read_record, sealed, store_record,
 )
 from sparse_tutorial.profiles import seed_everything
+from sparse_tutorial.training import checkpoint_every_epoch
 
 RAY_HINT = ("the runs go one after another; to run them in parallel: pass --workers N (this machine), or "
             "pip install 'sparse_tutorial[ray]' and pass --address auto (a Ray cluster)")
@@ -355,19 +361,31 @@ class Job:
         if not locks.take(run, wait=False):
             return "busy", None
         try:
-            if self.run_dir is not None:
-                if not self.fresh:
-                    found = read_record(self.run_dir / f"{run.key}.json", run.as_dict(), self.identity)
-                    if found.status is Status.VALID:
-                        return "done", found.record
-                check_free_space(self.run_dir, self.run_dir.glob("*.json"))
-            record = execute_logged(self.execute, run, self.threads)
-            stored = sealed(record, self.identity)
-            if self.run_dir is not None:
-                store_record(self.run_dir, run.key, stored, record["log"])
+            if self.run_dir is None:
+                return "done", sealed(execute_logged(self.execute, run, self.threads), self.identity)
+            if not self.fresh:
+                found = read_record(self.run_dir / f"{run.key}.json", run.as_dict(), self.identity)
+                if found.status is Status.VALID:
+                    return "done", found.record
+            else:
+                _remove_checkpoints(self.run_dir, run)
+            check_free_space(self.run_dir, self.run_dir.glob("*.json"))
+            prefix = self.run_dir / f"{run.key}.code-{self.identity.get('code', '')}"
+            resumed = sorted(path.name for path in prefix.parent.glob(glob.escape(prefix.name) + ".*.ckpt"))
+            with checkpoint_every_epoch(prefix):
+                record = execute_logged(self.execute, run, self.threads)
+            stored = sealed({**record, "resumed_checkpoints": resumed}, self.identity)
+            store_record(self.run_dir, run.key, stored, record["log"])
+            _remove_checkpoints(self.run_dir, run)
             return "done", stored
         finally:
             locks.release(run)
+
+
+def _remove_checkpoints(run_dir: Path, run: Run) -> None:
+    """Delete the training checkpoints of ``run`` in ``run_dir`` (those of any code)."""
+    for path in run_dir.glob(glob.escape(run.key) + ".code-*.ckpt"):
+        path.unlink(missing_ok=True)
 
 
 def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Optional[float] = None,

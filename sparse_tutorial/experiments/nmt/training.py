@@ -212,17 +212,15 @@ def train_system(system: System, data: TranslationData, sizes: Sizes, seed: int,
     seed_everything(seed)
     model = build_model(system, sizes, len(data.src_vocab), len(data.tgt_vocab))
     batches = batches_for(data, sizes, seed)
-    dev_attention: list[dict[str, float]] = []
 
-    def dev_bleu(m: Seq2Seq) -> float:
+    def dev_bleu(m: Seq2Seq) -> tuple[float, dict[str, float]]:
         outputs, attention = translate(m, data, data.dev, beam_size=1)
-        dev_attention.append(attention_measures(attention))
-        return data.bleu(outputs, data.dev)
+        return data.bleu(outputs, data.dev), attention_measures(attention)
 
     history = train(model, batches, loss_for(system, len(batches(0))),
                     TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, seed=seed,
                                 device=device, grad_clip=5.0, progress=progress), dev_fn=dev_bleu)
-    return model, history, dev_attention
+    return model, history, [epoch["dev_stats"] for epoch in history.epochs]
 
 
 def test_system(model: Seq2Seq, history: History, data: TranslationData, sizes: Sizes, seed: int,
