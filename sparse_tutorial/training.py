@@ -78,6 +78,9 @@ class TrainConfig:
     Attributes:
         epochs: maximum number of passes over the training batches.
         lr: learning rate.
+        lr_decay_start, lr_decay: from epoch ``lr_decay_start`` on (counting from 0), each epoch trains with
+            the previous one's learning rate times ``lr_decay`` (Luong et al. 2015 halve it every epoch after
+            the fifth); ``lr_decay_start=None``: the same learning rate throughout.
         optimizer: ``"adam"``, ``"sgd"`` or ``"adagrad"`` (Sun & Lu, chapter 11).
         weight_decay: L2 weight decay of the optimizer.
         grad_clip: clip the global gradient L2 norm to this value; ``None`` = no clipping.
@@ -93,6 +96,8 @@ class TrainConfig:
 
     epochs: int = 10
     lr: float = 1e-3
+    lr_decay_start: int | None = None
+    lr_decay: float = 0.5
     optimizer: str = "adam"
     weight_decay: float = 0.0
     grad_clip: float | None = 5.0
@@ -104,11 +109,21 @@ class TrainConfig:
     progress: bool = False
     max_steps_per_epoch: int | None = None
 
+    def learning_rate(self, epoch: int) -> float:
+        """The learning rate of epoch ``epoch`` (counting from 0)."""
+        if self.lr_decay_start is None or epoch < self.lr_decay_start:
+            return self.lr
+        return self.lr * self.lr_decay ** (epoch - self.lr_decay_start + 1)
+
     def __post_init__(self) -> None:
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.lr_decay_start is not None and self.lr_decay_start < 0:
+            raise ValueError(f"lr_decay_start must be >= 0 or None, got {self.lr_decay_start}")
+        if not 0 < self.lr_decay <= 1:
+            raise ValueError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
         if self.optimizer not in ("adam", "sgd", "adagrad"):
             raise ValueError(f"optimizer must be 'adam', 'sgd' or 'adagrad', got {self.optimizer!r}")
         if self.grad_clip is not None and self.grad_clip <= 0:
@@ -425,6 +440,9 @@ def train(model: nn.Module, train_batches: Batches, loss_fn: LossFn, config: Tra
 
     for epoch in range(start_epoch, config.epochs):
         model.train()
+        if config.lr_decay_start is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = config.learning_rate(epoch)
         records: list[dict[str, float]] = []
         epoch_start = time.perf_counter()
         batches = _epoch_batches(train_batches, epoch)

@@ -28,20 +28,41 @@ def test_seconds_to_reach_is_the_first_epoch_at_the_bleu():
 
 
 def test_learning_curve_stamps_the_cpu_time_of_each_dev_bleu(monkeypatch):
-    """The benchmark's training call with the medium sizes it changes (batch, epochs), on a fake corpus and
-    a fake training run that computes two dev BLEUs."""
+    """The benchmark's training call with the medium sizes it changes (epochs, the setting's changes), on a
+    fake corpus and a fake training run that computes two dev BLEUs."""
     from types import SimpleNamespace
 
     bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
     data = SimpleNamespace(dev=["dev verse"], test=["test verse"], bleu=lambda outputs, pairs: 10.0 + len(outputs))
 
     def train_system(system, corpus, sizes, seed, device):
-        assert (sizes.batch_tokens, sizes.epochs, seed) == (750, 2, 0)
+        assert (sizes.lr_decay_start, sizes.epochs, seed) == (8, 2, 0)
         history = SimpleNamespace(epochs=[{"dev": corpus.bleu(["a"] * k, corpus.dev)} for k in (1, 2)])
         corpus.bleu(["a"], corpus.test)   # a test BLEU is not stamped
         return None, history, []
 
     monkeypatch.setattr(bench, "translation_corpus", lambda sizes: data)
     monkeypatch.setattr(bench, "train_system", train_system)
-    curve = bench.learning_curve(750, 2)
+    curve = bench.learning_curve({"lr_decay_start": 8}, 2)
     assert curve["dev_bleu"] == [11.0, 12.0] and len(curve["cpu_seconds"]) == 2
+
+
+def test_every_setting_is_a_change_of_the_medium_sizes():
+    from dataclasses import replace
+
+    from sparse_tutorial.experiments.nmt.training import SIZES
+
+    bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
+    assert bench.BEFORE in bench.SETTINGS
+    for changes in bench.SETTINGS.values():
+        replace(SIZES["medium"], **changes)
+
+
+def test_the_summary_compares_with_the_constant_learning_rate():
+    bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
+    curves = {bench.BEFORE: {"dev_bleu": [5.0, 20.0, 21.0], "cpu_seconds": [10.0, 20.0, 30.0]},
+              "faster": {"dev_bleu": [5.0, 21.5, 21.6], "cpu_seconds": [10.0, 20.0, 30.0]}}
+    result = bench.summary(curves)
+    assert result["target_dev_bleu"] == 21.0
+    assert result["ratio_to_constant"] == {bench.BEFORE: 1.0, "faster": 20.0 / 30.0}
+    assert result["last_epoch_change"]["faster"] == pytest.approx(0.1)

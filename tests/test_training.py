@@ -115,6 +115,25 @@ def test_a_resumed_run_continues_every_generator(tmp_path):
     assert [s["noise"] for s in resumed.steps] == [s["noise"] for s in straight.steps]
 
 
+def test_the_learning_rate_decays_from_lr_decay_start():
+    config = TrainConfig(epochs=4, lr=1.0, optimizer="sgd", grad_clip=None, lr_decay_start=2, device="cpu")
+    assert [config.learning_rate(e) for e in range(4)] == [1.0, 1.0, 0.5, 0.25]
+    model = nn.Linear(1, 1, bias=False)
+    nn.init.zeros_(model.weight)
+    train(model, [Batch(None, None)], lambda m, batch: (m.weight.sum(), {}), config)
+    assert model.weight.item() == -2.75  # one step per epoch, each of gradient 1: minus the sum of the rates
+
+
+def test_a_run_resumed_during_the_decay_continues_it(tmp_path):
+    config = TrainConfig(epochs=5, lr=0.05, lr_decay_start=1, device="cpu", checkpoint_path=tmp_path / "c.ckpt")
+    straight = make_model()
+    train(straight, regression_batches(), mse, replace(config, checkpoint_path=None))
+    train(make_model(), regression_batches(), mse, replace(config, epochs=3))
+    resumed = make_model(seed=5)
+    train(resumed, regression_batches(), mse, config)
+    assert torch.equal(resumed.weight, straight.weight)
+
+
 def test_grad_clip_bounds_the_update():
     model = make_model()
     before = model.weight.detach().clone()
@@ -138,6 +157,7 @@ def test_non_finite_loss_raises():
 
 
 @pytest.mark.parametrize("kwargs", [{"epochs": 0}, {"lr": 0.0}, {"optimizer": "lbfgs"}, {"grad_clip": -1.0},
+                                    {"lr_decay": 0.0}, {"lr_decay": 1.5}, {"lr_decay_start": -1},
                                     {"patience": 0}])
 def test_bad_config_names_the_argument(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):

@@ -74,7 +74,8 @@ class Sizes:
         corpus: which verses (:class:`~sparse_tutorial.experiments.nmt.data.CorpusSizes`).
         embedding_dim, hidden_dim, layers, dropout: the model (``layers`` encoder and decoder layers).
         batch_tokens: target tokens per batch.
-        epochs, learning_rate: training (:func:`train_system`: every epoch, the best dev-BLEU one kept).
+        epochs, learning_rate, lr_decay_start: training (:func:`train_system`: every epoch, the best dev-BLEU
+            one kept; the learning rate halved each epoch from ``lr_decay_start`` on, ``None``: constant).
         beam_size: beam search on the test set.
         systems, penalty_weights: rows of :data:`SYSTEMS` and the λ sweep of +Entropy.
         one_seed: systems shown in Table I but named in no claim: trained with the first seed only.
@@ -94,6 +95,7 @@ class Sizes:
     penalty_weights: tuple[float, ...]
     one_seed: tuple[str, ...] = ()
     threads: int = 1
+    lr_decay_start: int | None = None
 
 
 SIZES: dict[str, Sizes] = {
@@ -218,8 +220,8 @@ def train_system(system: System, data: TranslationData, sizes: Sizes, seed: int,
         return data.bleu(outputs, data.dev), attention_measures(attention)
 
     history = train(model, batches, loss_for(system, len(batches(0))),
-                    TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, seed=seed,
-                                device=device, grad_clip=5.0, progress=progress), dev_fn=dev_bleu)
+                    TrainConfig(epochs=sizes.epochs, lr=sizes.learning_rate, lr_decay_start=sizes.lr_decay_start,
+                                seed=seed, device=device, grad_clip=5.0, progress=progress), dev_fn=dev_bleu)
     return model, history, [epoch["dev_stats"] for epoch in history.epochs]
 
 
