@@ -17,7 +17,7 @@ import numpy as np
 from sparse_tutorial.experiments.inference import MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score
 from sparse_tutorial.experiments.nmt.claims import CLAIMS, MECHANISMS, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.data import TranslationData, translation_corpus
-from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, System
+from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, Sizes, System
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
 
@@ -34,6 +34,13 @@ def arm_name(system: System) -> str:
     """The row name of ``system``: its name in :data:`SYSTEMS`, else ``"λ = x"`` for the λ sweep."""
     named = [name for name, known in SYSTEMS.items() if known == system]
     return named[0] if named else f"λ = {system.penalty_weight:g}"
+
+
+def _schedule(sizes: Sizes) -> str:
+    """How the learning rate changes, for the protocol line ("" when constant)."""
+    if sizes.lr_decay_start is None:
+        return ""
+    return f", the learning rate halved each epoch from epoch {sizes.lr_decay_start + 1}"
 
 
 def converged(dev_bleu: Sequence[float]) -> dict[str, Any]:
@@ -88,7 +95,7 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
              for arm, rows in per_seed.items()}
     results: dict[str, Any] = {
         "protocol": f"every system trained from scratch with the same recipe, data and budget ({sizes.epochs} "
-                    f"epochs, the best dev-BLEU epoch kept), as in Zhang et al.",
+                    f"epochs{_schedule(sizes)}, the best dev-BLEU epoch kept), as in Zhang et al.",
         "corpus": data.corpus, "sizes": asdict(sizes),
         "systems": {arm: asdict(SYSTEMS[arm]) for arm in systems if arm in SYSTEMS},
         "vocab": {"source": len(data.src_vocab), "target": len(data.tgt_vocab)},
