@@ -20,11 +20,11 @@ def test_every_benchmark_imports_and_has_a_main(path):
     assert callable(_load(path).main)
 
 
-def test_seconds_to_reach_is_the_first_epoch_at_the_bleu():
+def test_epochs_to_reach_is_the_first_epoch_at_the_bleu():
     bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
     curve = {"dev_bleu": [2.0, 9.5, 13.1, 12.0], "cpu_seconds": [100.0, 200.0, 300.0, 400.0]}
-    assert bench.seconds_to_reach(curve, 13.0) == 300.0
-    assert bench.seconds_to_reach(curve, 20.0) is None
+    assert bench.epochs_to_reach(curve, 13.0) == 3
+    assert bench.epochs_to_reach(curve, 20.0) is None
 
 
 def test_learning_curve_stamps_the_cpu_time_of_each_dev_bleu(monkeypatch):
@@ -47,7 +47,7 @@ def test_learning_curve_stamps_the_cpu_time_of_each_dev_bleu(monkeypatch):
     assert curve["dev_bleu"] == [11.0, 12.0] and len(curve["cpu_seconds"]) == 2
 
 
-def test_every_setting_is_a_change_of_the_medium_sizes():
+def test_every_setting_is_a_change_of_the_medium_sizes_and_after_is_the_medium_recipe():
     from dataclasses import replace
 
     from sparse_tutorial.experiments.nmt.training import SIZES
@@ -56,13 +56,16 @@ def test_every_setting_is_a_change_of_the_medium_sizes():
     assert bench.BEFORE in bench.SETTINGS
     for changes in bench.SETTINGS.values():
         replace(SIZES["medium"], **changes)
+    assert bench.SETTINGS[bench.AFTER] == {"lr_decay_start": SIZES["medium"].lr_decay_start}
 
 
-def test_the_summary_compares_with_the_constant_learning_rate():
+def test_the_summary_compares_epochs_to_the_medium_recipes_best():
     bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_training"))
-    curves = {bench.BEFORE: {"dev_bleu": [5.0, 20.0, 21.0], "cpu_seconds": [10.0, 20.0, 30.0]},
-              "faster": {"dev_bleu": [5.0, 21.5, 21.6], "cpu_seconds": [10.0, 20.0, 30.0]}}
+    curves = {bench.BEFORE: {"dev_bleu": [5.0, 20.0, 21.0, 22.0], "cpu_seconds": [10.0, 20.0, 30.0, 40.0]},
+              bench.AFTER: {"dev_bleu": [5.0, 21.5, 21.6], "cpu_seconds": [12.0, 24.0, 36.0]}}
     result = bench.summary(curves)
-    assert result["target_dev_bleu"] == 21.0
-    assert result["ratio_to_constant"] == {bench.BEFORE: 1.0, "faster": 20.0 / 30.0}
-    assert result["last_epoch_change"]["faster"] == pytest.approx(0.1)
+    assert result["target_dev_bleu"] == 21.6
+    assert result["settings"][bench.BEFORE]["epochs_to_target"] == 4
+    assert result["settings"][bench.BEFORE]["cpu_seconds_to_target"] == 40.0
+    assert result["settings"][bench.AFTER]["last_epoch_change"] == pytest.approx(0.1)
+    assert result["epoch_ratio"] == 3 / 4
