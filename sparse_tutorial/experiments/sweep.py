@@ -370,9 +370,9 @@ class Job:
             else:
                 _remove_checkpoints(self.run_dir, run)
             check_free_space(self.run_dir, self.run_dir.glob("*.json"))
-            prefix = self.run_dir / f"{run.key}.code-{self.identity.get('code', '')}"
-            resumed = sorted(path.name for path in prefix.parent.glob(glob.escape(prefix.name) + ".*.ckpt"))
-            with checkpoint_every_epoch(prefix):
+            code = self.identity.get("code", "")
+            resumed = [path.name for path in _checkpoints(self.run_dir, run, code)]
+            with checkpoint_every_epoch(self.run_dir / f"{run.key}.code-{code}"):
                 record = execute_logged(self.execute, run, self.threads)
             stored = sealed({**record, "resumed_checkpoints": resumed}, self.identity)
             store_record(self.run_dir, run.key, stored, record["log"])
@@ -382,9 +382,15 @@ class Job:
             locks.release(run)
 
 
+def _checkpoints(run_dir: Path, run: Run, code: Optional[str] = None) -> list[Path]:
+    """The training checkpoints of ``run`` in ``run_dir`` written by ``code`` (``None``: by any code), sorted."""
+    made_by = "*" if code is None else glob.escape(code)
+    return sorted(run_dir.glob(f"{glob.escape(run.key)}.code-{made_by}.train*.ckpt"))
+
+
 def _remove_checkpoints(run_dir: Path, run: Run) -> None:
     """Delete the training checkpoints of ``run`` in ``run_dir`` (those of any code)."""
-    for path in run_dir.glob(glob.escape(run.key) + ".code-*.ckpt"):
+    for path in _checkpoints(run_dir, run):
         path.unlink(missing_ok=True)
 
 
