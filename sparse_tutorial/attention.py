@@ -23,7 +23,9 @@ What is here, in reading order:
 Every projection handles masked (−∞) positions itself: they get exactly zero weight and an all-masked row
 gives all zeros, so nothing here needs a special case for padding. Masked keys and values are also set to
 zero before they are used (``_zero_masked``): padding may hold anything, even NaN, and ``0 · NaN = NaN``
-would otherwise leak into the context and the gradients. A NaN at a *kept* position still propagates.
+would otherwise leak into the context and the gradients. A NaN at a *kept* position still propagates. A
+caller whose padding is zero already (an encoder that multiplied its states by the mask) says so by calling
+``attention(query, keys, mask=mask, padding_is_zero=True)`` and saves those copies at every decoder step.
 """
 from __future__ import annotations
 
@@ -113,7 +115,7 @@ class Attention(nn.Module):
         self.projection = _resolve_projection(projection, projection_kwargs)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor | None = None, mask: Tensor | None = None,
-                **score_state: Tensor) -> tuple[Tensor, Tensor]:
+                padding_is_zero: bool = False, **score_state: Tensor) -> tuple[Tensor, Tensor]:
         """Attend from one query per batch element over ``src_len`` keys.
 
         Args:
@@ -121,6 +123,11 @@ class Attention(nn.Module):
             keys: ``(batch, src_len, key_dim)``.
             values: ``(batch, src_len, value_dim)``; defaults to ``keys``.
             mask: ``(batch, src_len)`` bool, True = keep; masked positions get exactly zero weight.
+            padding_is_zero: the caller promises that ``keys`` and ``values`` are zero at the masked
+                positions, so they are used as they are instead of copied with the masked vectors zeroed.
+                Not checked: with NaN in the padding the context is NaN. A decoder that attends over the
+                same encoder states at every step saves two copies of them and one masked gradient per
+                step (``benchmarks/bench_nmt_step.py``).
             **score_state: extra inputs of the score, e.g. ``previous_weights=`` or ``coverage=``.
 
         Returns:
@@ -133,7 +140,8 @@ class Attention(nn.Module):
         check_shape(values, "values", batch=batch, src_len=src_len, value_dim=None)
         if mask is not None:
             check_mask(mask, "mask", batch=batch, src_len=src_len)
-            keys, values = _zero_masked(keys, mask), _zero_masked(values, mask)
+            if not padding_is_zero:
+                keys, values = _zero_masked(keys, mask), _zero_masked(values, mask)
         scores = self.score(query, keys, **score_state)
         check_shape(scores, "scores", batch=batch, src_len=src_len)
         if mask is not None:

@@ -88,3 +88,39 @@ def test_decoding_never_picks_a_nan_token(search):
     out = search(step, torch.zeros(1, dtype=torch.long), 1, bos, eos, max_len=4)
     assert out.tokens == [[3]]
     assert out.scores.item() == pytest.approx(-0.6)
+
+
+@pytest.mark.parametrize("score", ["dot", "additive"])
+def test_padding_is_zero_skips_the_copy_and_changes_nothing_when_the_padding_is_zero(score):
+    kwargs = {"query_dim": DIM, "key_dim": DIM, "hidden_dim": DIM} if score == "additive" else {}
+    torch.manual_seed(0)
+    attention = Attention(get_score(score, **kwargs), "sparsemax")
+    query = torch.randn(BATCH, DIM)
+    clean, poisoned = nan_padded(DIM)
+    results = []
+    for padding_is_zero in (False, True):
+        keys = clean.clone().requires_grad_()
+        context, weights = attention(query, keys, mask=MASK, padding_is_zero=padding_is_zero)
+        context.square().sum().backward()
+        results.append((context, weights, keys.grad))
+    for copied, used_as_is in zip(*results):
+        assert torch.equal(copied, used_as_is)
+    # The promise is not checked: NaN padding declared zero reaches the context.
+    context, _ = attention(query, poisoned, mask=MASK, padding_is_zero=True)
+    assert torch.isnan(context).any()
+
+
+def test_the_decoders_that_declare_zero_padding_have_it():
+    from sparse_tutorial.models.pointer_generator import PointerGenerator, PointerGeneratorConfig
+    from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(0)
+    source = torch.tensor([[3, 4, 5, 6, 7], [3, 4, 0, 0, 0]])
+    padding = ~(source != 0)
+    for layers in (1, 2):
+        seq2seq = Seq2Seq(Seq2SeqConfig(src_vocab=10, tgt_vocab=10, embed_dim=4, hidden_dim=6,
+                                        encoder_layers=layers))
+        assert seq2seq.init_state(source, source != 0).keys[padding].eq(0).all()
+    pointer = PointerGenerator(PointerGeneratorConfig(vocab_size=10, embedding_dim=4, hidden_dim=5, attention_dim=3))
+    encoded, _ = pointer.encode(source, source != 0, source)
+    assert encoded.annotations[padding].eq(0).all()

@@ -74,7 +74,8 @@ class Preempted(Exception):
 def test_a_run_killed_mid_training_resumes_from_its_last_epoch(tmp_path, monkeypatch, toy_translation,
                                                               toy_alignment, experiment):
     """A run whose training is killed after its first epoch continues from that epoch's checkpoint when the
-    sweep runs again, and stores the record the uninterrupted run stores."""
+    sweep runs again, and stores the record the uninterrupted run stores; the nmt run resumes under new code
+    shown equivalent to the code that wrote the checkpoint."""
     if experiment == "nmt":
         data, sizes = toy_translation
         run = nmt.system_run("quick", nmt.SYSTEMS["+Sparsemax"], 0)
@@ -99,11 +100,25 @@ def test_a_run_killed_mid_training_resumes_from_its_last_epoch(tmp_path, monkeyp
         run_sweep([run], execute, run_dir=tmp_path, progress=False, identity={"code": "abc"})
     assert [p.name for p in saves] == [f"{run.key}.code-abc.train0.ckpt"] and saves[0].exists()
     monkeypatch.setattr(training, "save_checkpoint", save)
-    resumed = run_sweep([run], execute, run_dir=tmp_path, progress=False, identity={"code": "abc"})
+    identity = {"code": "abc"} if experiment == "alignment" else {"code": "def", "equivalent_codes": ["abc"]}
+    resumed = run_sweep([run], execute, run_dir=tmp_path, progress=False, identity=identity)
     assert without_timings(resumed[0]) == without_timings(straight[0])
     record = json.loads((tmp_path / f"{run.key}.json").read_text())
-    assert record["resumed_checkpoints"] == [saves[0].name]
+    assert record["resumed_checkpoints"] == [f"{run.key}.code-{identity['code']}.train0.ckpt"]
     assert not list(tmp_path.glob("*.ckpt"))  # deleted once the record is stored
+
+
+def test_only_checkpoints_of_equivalent_code_are_adopted_and_own_ones_come_first(tmp_path):
+    run = GRID[0]
+    for code in ("old", "other"):
+        (tmp_path / f"{run.key}.code-{code}.train0.ckpt").write_text(code)
+    sweep._adopt_checkpoints(tmp_path, run, "new", ["unrelated"])
+    assert not sweep._checkpoints(tmp_path, run, "new")
+    sweep._adopt_checkpoints(tmp_path, run, "new", ["old"])
+    assert [p.read_text() for p in sweep._checkpoints(tmp_path, run, "new")] == ["old"]
+    sweep._adopt_checkpoints(tmp_path, run, "new", ["other"])  # "new" has its own now
+    assert [p.read_text() for p in sweep._checkpoints(tmp_path, run, "new")] == ["old"]
+    assert sweep._checkpoints(tmp_path, run, "other")
 
 
 def test_a_run_is_named_by_its_whole_config():

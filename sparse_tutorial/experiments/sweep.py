@@ -28,8 +28,9 @@ runs the other has not taken, then waits for the other's. While a run trains, ev
 :func:`~sparse_tutorial.training.train` in it writes a checkpoint after each epoch beside the record
 (``KEY.code-CODE.train<n>.ckpt``, :func:`~sparse_tutorial.training.checkpoint_every_epoch`; never committed):
 a run killed mid-training continues from its last finished epoch when the sweep runs again with the same
-code, and the record lists the checkpoints it resumed from (``resumed_checkpoints``). They are deleted once
-the record is stored. The results come back in the order of ``runs`` as they read from those files
+code or code shown to compute the same (the identity's ``equivalent_codes``, whose checkpoints are renamed to
+the current code's), and the record lists the checkpoints it resumed from (``resumed_checkpoints``). They
+are deleted once the record is stored. The results come back in the order of ``runs`` as they read from those files
 (strict JSON: a NaN is ``None``), so a resumed sweep and a fresh one are assembled from identical values.
 """
 from __future__ import annotations
@@ -56,6 +57,7 @@ import torch
 from tqdm import tqdm
 
 from sparse_tutorial.atomic import writable_directory
+from sparse_tutorial.hardware import retain_freed_memory
 from sparse_tutorial.experiments.records import (
     LOG, RecordNotStoredError, Status, check_free_space, read_record, sealed, store_record,
 )
@@ -153,13 +155,15 @@ def execute_logged(execute: Callable[[Run], dict], run: Run, threads: int) -> di
     """Run ``execute(run)`` on ``threads`` threads, capturing what it prints and logs.
 
     This is what each worker calls (and the serial loop). Before the run every generator is seeded with 0,
-    so even randomness the run forgot to seed is the same wherever it runs.
+    so even randomness the run forgot to seed is the same wherever it runs, and freed memory is kept for reuse
+    (:func:`~sparse_tutorial.hardware.retain_freed_memory`: faster, same numbers).
 
     Returns:
         ``{"run", "result", "seconds", "threads", "device", "host", "worker_max_rss_mb", "log"}``.
     """
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
+    retain_freed_memory()
     seed_everything(0)
     buffer = io.StringIO()
     handler = logging.StreamHandler(buffer)
@@ -371,6 +375,7 @@ class Job:
                 _remove_checkpoints(self.run_dir, run)
             check_free_space(self.run_dir, self.run_dir.glob("*.json"))
             code = self.identity.get("code", "")
+            _adopt_checkpoints(self.run_dir, run, code, self.identity.get("equivalent_codes", ()))
             resumed = [path.name for path in _checkpoints(self.run_dir, run, code)]
             with checkpoint_every_epoch(self.run_dir / f"{run.key}.code-{code}"):
                 record = execute_logged(self.execute, run, self.threads)
@@ -386,6 +391,20 @@ def _checkpoints(run_dir: Path, run: Run, code: Optional[str] = None) -> list[Pa
     """The training checkpoints of ``run`` in ``run_dir`` written by ``code`` (``None``: by any code), sorted."""
     made_by = "*" if code is None else glob.escape(code)
     return sorted(run_dir.glob(f"{glob.escape(run.key)}.code-{made_by}.train*.ckpt"))
+
+
+def _adopt_checkpoints(run_dir: Path, run: Run, code: str, equivalent_codes: Sequence[str]) -> None:
+    """Rename ``run``'s checkpoints written by one of ``equivalent_codes`` to ``code``'s names, when ``code``
+    has none of its own: that code computes what they computed, so the run continues from them."""
+    if _checkpoints(run_dir, run, code):
+        return
+    for other in equivalent_codes:
+        found = _checkpoints(run_dir, run, other)
+        if found:
+            old_prefix = f"{run.key}.code-{other}."
+            for path in found:
+                path.rename(path.with_name(f"{run.key}.code-{code}." + path.name[len(old_prefix):]))
+            return
 
 
 def _remove_checkpoints(run_dir: Path, run: Run) -> None:

@@ -107,7 +107,7 @@ class EncoderOutput(NamedTuple):
     """What :meth:`PointerGenerator.encode` returns; every tensor is batch-first so beams can reorder it."""
 
     annotations: Tensor
-    """``(batch, src_len, 2·hidden_dim)``: the encoder states ``h_i``."""
+    """``(batch, src_len, 2·hidden_dim)``: the encoder states ``h_i``, zero on padding."""
     projected_keys: Tensor
     """``(batch, src_len, attention_dim)``: ``W_h h_i``, computed once per source, reused at every step."""
     mask: Tensor
@@ -251,6 +251,7 @@ class PointerGenerator(nn.Module):
         hidden, cell = self.decoder(decoder_input, (state.hidden, state.cell))
         score_state = {"coverage": state.coverage} if config.coverage else {}
         context, attention = self.attention(hidden, encoded.annotations, mask=encoded.mask,
+                                            padding_is_zero=True,  # pad_packed_sequence pads with zeros
                                             projected_keys=encoded.projected_keys, **score_state)
         features = self.dropout(torch.cat([hidden, context], dim=-1))
         vocab_logits = self.vocab_out(self.vocab_hidden(features))

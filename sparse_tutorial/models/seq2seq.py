@@ -121,7 +121,7 @@ class DecoderState(NamedTuple):
     c: tuple[Tensor, ...]      # per layer (rows, hidden)
     feed: Tensor               # ẑ_{i-1}: (rows, hidden)
     coverage: Tensor | None    # (rows, src_len) or (rows, src_len, coverage_dim)
-    keys: Tensor               # h^m: (rows, src_len, hidden)
+    keys: Tensor               # h^m: (rows, src_len, hidden), zero on padding
     projected_keys: Tensor     # U_a h^m: (rows, src_len, attention_dim)
     mask: Tensor               # (rows, src_len)
 
@@ -226,7 +226,8 @@ class Seq2Seq(nn.Module):
         top = hs[-1]
         attention = self.eval_attention if self.eval_attention is not None and not self.training else self.attention
         extra = {} if state.coverage is None else {"coverage": state.coverage}
-        context, weights = attention(top, state.keys, mask=state.mask, projected_keys=state.projected_keys, **extra)
+        context, weights = attention(top, state.keys, mask=state.mask, padding_is_zero=True,  # encode() zeroed it
+                                     projected_keys=state.projected_keys, **extra)
         feed = torch.tanh(self.combine(torch.cat([top, context], dim=-1)))
         coverage = state.coverage
         if self.coverage_model is not None:
