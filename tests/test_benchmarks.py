@@ -69,3 +69,13 @@ def test_the_summary_compares_epochs_to_the_medium_recipes_best():
     assert result["settings"][bench.BEFORE]["cpu_seconds_to_target"] == 40.0
     assert result["settings"][bench.AFTER]["last_epoch_change"] == pytest.approx(0.1)
     assert result["epoch_ratio"] == 3 / 4
+
+
+def test_epoch_summary_takes_medians_and_multiplies_the_schedule_ratio_by_the_epoch_ratio():
+    bench = _load(next(p for p in BENCHMARKS if p.stem == "bench_nmt_epoch"))
+    seconds = {"before": [100.0, 90.0, 300.0], "this code": [85.0, 80.0, 81.0], "after": [70.0, 75.0, 72.0]}
+    got = bench.summary(seconds, epoch_ratio=0.6)
+    assert got["median_cpu_seconds"] == {"before": 100.0, "this code": 81.0, "after": 72.0}
+    assert (got["epoch_cpu_ratio"], got["code_ratio"], got["allocator_ratio"]) == (0.72, 0.81, 0.889)
+    assert got["cpu_ratio_to_target"] == 0.432
+    assert bench.summary(seconds, epoch_ratio=None)["cpu_ratio_to_target"] is None

@@ -1,0 +1,121 @@
+"""CPU seconds of one epoch of the ``nmt`` baseline at the medium sizes, this library against an earlier
+commit's, and what that does to issue 29's goal ("the baseline reaches the same dev BLEU in ≤ half today's
+CPU time").
+
+An epoch is what a stored run repeats: training on every batch of the medium corpus, then the greedy
+translation of the dev verses and their BLEU (``train_system`` with one epoch, seed 0, one thread). Three
+versions run it, each in its own process, in turns (``--rounds`` times, so a busy machine slows all alike;
+the median is kept):
+
+* ``before``: the library at ``--against`` (default ``ff8b0d2``, the code of the first stored runs);
+* ``this code``: this library, the C allocator as it comes;
+* ``after``: this library with :func:`~sparse_tutorial.hardware.retain_freed_memory`, as the sweep runs it.
+
+Every version must end the epoch with the same numbers (its history without timings); the script fails
+otherwise, since a speed-up that changes the result is another recipe, not a faster one. The summary gives
+each version's median CPU seconds, ``epoch_cpu_ratio`` (after / before) and, with the epochs to the
+target dev BLEU from ``book/results/nmt_training_speed.json`` (the schedule's ``epoch_ratio``), the CPU
+time to that BLEU against the constant-rate recipe on the old code: ``cpu_ratio_to_target`` =
+``epoch_ratio × epoch_cpu_ratio``. Writes ``book/results/nmt_epoch_speed.json``:
+
+    python benchmarks/bench_nmt_epoch.py                  # 3 rounds: about 12 minutes of one core
+    python benchmarks/bench_nmt_epoch.py --rounds 1 --against HEAD~3
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from sparse_tutorial.experiments.equivalence import _export, untimed
+from sparse_tutorial.experiments.runner import _git_commit, results_dir
+from sparse_tutorial.hardware import cpu_backend
+
+THIS_LIBRARY = Path(__file__).resolve().parents[1]
+EPOCH = """
+import dataclasses, json, os, sys, time
+import torch
+import sparse_tutorial
+assert sparse_tutorial.__file__.startswith(os.getcwd()), sparse_tutorial.__file__
+torch.set_num_threads(1)
+if sys.argv[1] == "retain":
+    from sparse_tutorial.hardware import retain_freed_memory
+    assert retain_freed_memory()
+from sparse_tutorial.experiments.nmt.data import translation_corpus
+from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, train_system
+sizes = dataclasses.replace(SIZES["medium"], epochs=1)
+data = translation_corpus(sizes.corpus)
+start = time.process_time()
+_, history, _ = train_system(SYSTEMS["NMT"], data, sizes, seed=0, device="cpu")
+print(json.dumps({"cpu_seconds": time.process_time() - start, "epoch": history.epochs[0]}))
+"""
+"""One epoch, run with the library found in the working directory; argv[1] ``retain`` or ``default``."""
+
+
+def one_epoch(root: Path, allocator: str) -> dict[str, Any]:
+    """:data:`EPOCH` in a fresh process on one thread, importing the library under ``root``."""
+    done = subprocess.run([sys.executable, "-c", EPOCH, allocator], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the epoch with {root} ({allocator}) failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summary(seconds: dict[str, list[float]], epoch_ratio: float | None) -> dict[str, Any]:
+    """Median CPU seconds per version, ``epoch_cpu_ratio`` (after / before) and ``cpu_ratio_to_target``."""
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    ratio = medians["after"] / medians["before"]
+    return {"median_cpu_seconds": {name: round(value, 1) for name, value in medians.items()},
+            "epoch_cpu_ratio": round(ratio, 3),
+            "allocator_ratio": round(medians["after"] / medians["this code"], 3),
+            "code_ratio": round(medians["this code"] / medians["before"], 3),
+            "schedule_epoch_ratio": epoch_ratio,
+            "cpu_ratio_to_target": round(epoch_ratio * ratio, 3) if epoch_ratio is not None else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", default="ff8b0d2", help="the commit whose library is 'before'")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        before_root = Path(folder)
+        against = _export(THIS_LIBRARY, args.against, before_root)
+        versions = {"before": (before_root, "default"), "this code": (THIS_LIBRARY, "default"),
+                    "after": (THIS_LIBRARY, "retain")}
+        seconds: dict[str, list[float]] = {name: [] for name in versions}
+        epochs: dict[str, Any] = {}
+        with tqdm(total=args.rounds * len(versions), desc="epochs", unit="epoch") as bar:
+            for _ in range(args.rounds):
+                for name, (root, allocator) in versions.items():
+                    result = one_epoch(root, allocator)
+                    seconds[name].append(round(result["cpu_seconds"], 2))
+                    epochs.setdefault(name, untimed(result["epoch"]))
+                    if untimed(result["epoch"]) != epochs["before"]:
+                        raise SystemExit(f"{name} ended the epoch with other numbers than before: "
+                                         f"{untimed(result['epoch'])} against {epochs['before']}")
+                    bar.update()
+    schedule = Path(results_dir()) / "nmt_training_speed.json"
+    epoch_ratio = json.loads(schedule.read_text()).get("epoch_ratio") if schedule.exists() else None
+    payload = {"benchmark": "nmt_epoch_speed", "against": against, "cpu_seconds": seconds,
+               "same_numbers": True, "epoch": epochs["before"], **summary(seconds, epoch_ratio),
+               "command": "python benchmarks/bench_nmt_epoch.py " + " ".join(sys.argv[1:]),
+               "git_commit": _git_commit(), "cpu": cpu_backend(),
+               "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    path = Path(results_dir()) / "nmt_epoch_speed.json"
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+    print(json.dumps(summary(seconds, epoch_ratio), indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
