@@ -16,7 +16,8 @@ otherwise, since a speed-up that changes the result is another recipe, not a fas
 each version's median CPU seconds, ``epoch_cpu_ratio`` (after / before) and, with the epochs to the
 target dev BLEU from ``book/results/nmt_training_speed.json`` (the schedule's ``epoch_ratio``), the CPU
 time to that BLEU against the constant-rate recipe on the old code: ``cpu_ratio_to_target`` =
-``epoch_ratio × epoch_cpu_ratio``. Writes ``book/results/nmt_epoch_speed.json``:
+``epoch_ratio × epoch_cpu_ratio``, with its range over the rounds. Writes ``book/results/nmt_epoch_speed.json``
+(``--summary-only`` recomputes its summary from the stored timings):
 
     python benchmarks/bench_nmt_epoch.py                  # 3 rounds: about 12 minutes of one core
     python benchmarks/bench_nmt_epoch.py --rounds 1 --against HEAD~3
@@ -38,7 +39,6 @@ from tqdm import tqdm
 
 from sparse_tutorial.experiments.equivalence import _export, untimed
 from sparse_tutorial.experiments.runner import _git_commit, results_dir
-from sparse_tutorial.hardware import cpu_backend
 
 THIS_LIBRARY = Path(__file__).resolve().parents[1]
 EPOCH = """
@@ -56,7 +56,8 @@ sizes = dataclasses.replace(SIZES["medium"], epochs=1)
 data = translation_corpus(sizes.corpus)
 start = time.process_time()
 _, history, _ = train_system(SYSTEMS["NMT"], data, sizes, seed=0, device="cpu")
-print(json.dumps({"cpu_seconds": time.process_time() - start, "epoch": history.epochs[0]}))
+from sparse_tutorial.hardware import cpu_backend
+print(json.dumps({"cpu_seconds": time.process_time() - start, "epoch": history.epochs[0], "cpu": cpu_backend()}))
 """
 """One epoch, run with the library found in the working directory; argv[1] ``retain`` or ``default``."""
 
@@ -71,22 +72,40 @@ def one_epoch(root: Path, allocator: str) -> dict[str, Any]:
 
 
 def summary(seconds: dict[str, list[float]], epoch_ratio: float | None) -> dict[str, Any]:
-    """Median CPU seconds per version, ``epoch_cpu_ratio`` (after / before) and ``cpu_ratio_to_target``."""
+    """Median CPU seconds per version, ``epoch_cpu_ratio`` (after / before, of the medians), the ratio of each
+    round (``round_ratios``: how much the machine's noise moves it) and ``cpu_ratio_to_target`` (median, and
+    ``cpu_ratio_to_target_range`` over the rounds)."""
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     ratio = medians["after"] / medians["before"]
+    rounds = [after / before for after, before in zip(seconds["after"], seconds["before"])]
     return {"median_cpu_seconds": {name: round(value, 1) for name, value in medians.items()},
             "epoch_cpu_ratio": round(ratio, 3),
+            "round_ratios": [round(value, 3) for value in rounds],
             "allocator_ratio": round(medians["after"] / medians["this code"], 3),
             "code_ratio": round(medians["this code"] / medians["before"], 3),
             "schedule_epoch_ratio": epoch_ratio,
-            "cpu_ratio_to_target": round(epoch_ratio * ratio, 3) if epoch_ratio is not None else None}
+            "cpu_ratio_to_target": round(epoch_ratio * ratio, 3) if epoch_ratio is not None else None,
+            "cpu_ratio_to_target_range": ([round(epoch_ratio * min(rounds), 3), round(epoch_ratio * max(rounds), 3)]
+                                          if epoch_ratio is not None else None)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default="ff8b0d2", help="the commit whose library is 'before'")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--summary-only", action="store_true",
+                        help="time nothing: recompute the summary of the stored timings (after a new schedule file)")
     args = parser.parse_args()
+    path = Path(results_dir()) / "nmt_epoch_speed.json"
+    schedule = Path(results_dir()) / "nmt_training_speed.json"
+    epoch_ratio = json.loads(schedule.read_text()).get("epoch_ratio") if schedule.exists() else None
+    if args.summary_only:
+        payload = json.loads(path.read_text())
+        payload.update(summary(payload["cpu_seconds"], epoch_ratio))
+        path.write_text(json.dumps(payload, indent=1) + "\n")
+        print(json.dumps(summary(payload["cpu_seconds"], epoch_ratio), indent=1))
+        return
+    load_before = [round(value, 2) for value in os.getloadavg()]
     with tempfile.TemporaryDirectory() as folder:
         before_root = Path(folder)
         against = _export(THIS_LIBRARY, args.against, before_root)
@@ -100,18 +119,17 @@ def main() -> None:
                     result = one_epoch(root, allocator)
                     seconds[name].append(round(result["cpu_seconds"], 2))
                     epochs.setdefault(name, untimed(result["epoch"]))
+                    backend = result["cpu"]
                     if untimed(result["epoch"]) != epochs["before"]:
                         raise SystemExit(f"{name} ended the epoch with other numbers than before: "
                                          f"{untimed(result['epoch'])} against {epochs['before']}")
                     bar.update()
-    schedule = Path(results_dir()) / "nmt_training_speed.json"
-    epoch_ratio = json.loads(schedule.read_text()).get("epoch_ratio") if schedule.exists() else None
     payload = {"benchmark": "nmt_epoch_speed", "against": against, "cpu_seconds": seconds,
                "same_numbers": True, "epoch": epochs["before"], **summary(seconds, epoch_ratio),
+               "load_average_before": load_before, "load_average_after": [round(v, 2) for v in os.getloadavg()],
                "command": "python benchmarks/bench_nmt_epoch.py " + " ".join(sys.argv[1:]),
-               "git_commit": _git_commit(), "cpu": cpu_backend(),
+               "git_commit": _git_commit(), "cpu": backend,
                "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    path = Path(results_dir()) / "nmt_epoch_speed.json"
     path.write_text(json.dumps(payload, indent=1) + "\n")
     print(json.dumps(summary(seconds, epoch_ratio), indent=1))
     print(f"wrote {path}")

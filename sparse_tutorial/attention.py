@@ -127,7 +127,7 @@ class Attention(nn.Module):
                 positions, so they are used as they are instead of copied with the masked vectors zeroed.
                 Not checked: with NaN in the padding the context is NaN. A decoder that attends over the
                 same encoder states at every step saves two copies of them and one masked gradient per
-                step (``benchmarks/bench_nmt_step.py``).
+                step (``benchmarks/bench_nmt_epoch.py``).
             **score_state: extra inputs of the score, e.g. ``previous_weights=`` or ``coverage=``.
 
         Returns:

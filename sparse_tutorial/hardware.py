@@ -103,7 +103,7 @@ def retain_freed_memory() -> bool:
     so every one costs page faults. PyTorch's CPU performance guides recommend jemalloc or tcmalloc for this;
     ``mallopt`` gets the same effect from glibc at run time. The numbers do not change: PyTorch aligns every
     CPU tensor to 64 bytes whatever ``malloc`` returns. The sweep workers call it before each run
-    (:func:`~sparse_tutorial.experiments.sweep.execute_logged`); ``benchmarks/bench_nmt_step.py`` measures it.
+    (:func:`~sparse_tutorial.experiments.sweep.execute_logged`); ``benchmarks/bench_nmt_epoch.py`` measures it.
     """
     name = ctypes.util.find_library("c")
     if name is None or platform.libc_ver()[0] != "glibc":

@@ -78,4 +78,5 @@ def test_epoch_summary_takes_medians_and_multiplies_the_schedule_ratio_by_the_ep
     assert got["median_cpu_seconds"] == {"before": 100.0, "this code": 81.0, "after": 72.0}
     assert (got["epoch_cpu_ratio"], got["code_ratio"], got["allocator_ratio"]) == (0.72, 0.81, 0.889)
     assert got["cpu_ratio_to_target"] == 0.432
+    assert got["round_ratios"] == [0.7, 0.833, 0.24] and got["cpu_ratio_to_target_range"] == [0.144, 0.5]
     assert bench.summary(seconds, epoch_ratio=None)["cpu_ratio_to_target"] is None
