@@ -240,6 +240,7 @@ def test_stored_only_assembles_an_unfinished_grid_without_training_and_names_the
     assert written["runs"] == [run.key for run in GRID[:3]] and written["scores"] == [0, 1, 1]
     assert written["grid"] == {"runs": 4, "stored": 3, "missing": [GRID[3].key]}
     assert written["runs_compute"]["runs"] == 3 and written["command"].endswith("--stored-only")
+    assert written["runs_compute"]["resumed_runs"] == 0  # a resumed run's seconds count from its resume only
 
 
 def test_a_time_limited_sweep_stores_what_finished_and_the_same_command_continues(tmp_path, monkeypatch, capsys):

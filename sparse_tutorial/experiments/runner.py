@@ -277,6 +277,8 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
         records = [json.loads((Path(run_dir) / f"{key}.json").read_text()) for key in {run.key for run in runs}]
         codes = sorted({r.get("identity", {}).get("code", "unknown") for r in records})
         assembled["runs_compute"] = {"runs": len(records), "run_seconds": round(sum(r["seconds"] for r in records), 1),
+                                     # a resumed run's seconds count from its resume only
+                                     "resumed_runs": sum(bool(r.get("resumed_checkpoints")) for r in records),
                                      "threads": sorted({r["threads"] for r in records}),
                                      "devices": sorted({r["device"] for r in records}),
                                      "code": identity["code"], "run_code": codes,
