@@ -98,7 +98,7 @@ def retain_freed_memory() -> bool:
     operating system; returns False where the C library is not glibc (macOS, musl), which is left as it is.
 
     By default glibc maps each block above 128 KiB freshly from the system and unmaps it when freed (its
-    threshold adapts, but the heap's free top is trimmed soon after). A decoder step allocates and frees
+    threshold rises with the sizes freed, and free memory at the top of the heap is still handed back). A decoder step allocates and frees
     tensors of that size dozens of times per batch (``(batch, src_len, hidden)`` features, their gradients),
     so every one costs page faults. PyTorch's CPU performance guides recommend jemalloc or tcmalloc for this;
     ``mallopt`` gets the same effect from glibc at run time. The numbers do not change: PyTorch aligns every
