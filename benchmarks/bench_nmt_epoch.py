@@ -101,9 +101,9 @@ def main() -> None:
     epoch_ratio = json.loads(schedule.read_text()).get("epoch_ratio") if schedule.exists() else None
     if args.summary_only:
         payload = json.loads(path.read_text())
-        payload.update(summary(payload["cpu_seconds"], epoch_ratio))
-        path.write_text(json.dumps(payload, indent=1) + "\n")
-        print(json.dumps(summary(payload["cpu_seconds"], epoch_ratio), indent=1))
+        recomputed = summary(payload["cpu_seconds"], epoch_ratio)
+        path.write_text(json.dumps({**payload, **recomputed}, indent=1) + "\n")
+        print(json.dumps(recomputed, indent=1))
         return
     load_before = [round(value, 2) for value in os.getloadavg()]
     with tempfile.TemporaryDirectory() as folder:
@@ -112,20 +112,20 @@ def main() -> None:
         versions = {"before": (before_root, "default"), "this code": (THIS_LIBRARY, "default"),
                     "after": (THIS_LIBRARY, "retain")}
         seconds: dict[str, list[float]] = {name: [] for name in versions}
-        epochs: dict[str, Any] = {}
+        reference: dict[str, Any] | None = None  # the epoch "before" ended with
         with tqdm(total=args.rounds * len(versions), desc="epochs", unit="epoch") as bar:
             for _ in range(args.rounds):
                 for name, (root, allocator) in versions.items():
                     result = one_epoch(root, allocator)
                     seconds[name].append(round(result["cpu_seconds"], 2))
-                    epochs.setdefault(name, untimed(result["epoch"]))
+                    reference = reference if reference is not None else untimed(result["epoch"])
                     backend = result["cpu"]
-                    if untimed(result["epoch"]) != epochs["before"]:
+                    if untimed(result["epoch"]) != reference:
                         raise SystemExit(f"{name} ended the epoch with other numbers than before: "
-                                         f"{untimed(result['epoch'])} against {epochs['before']}")
+                                         f"{untimed(result['epoch'])} against {reference}")
                     bar.update()
     payload = {"benchmark": "nmt_epoch_speed", "against": against, "cpu_seconds": seconds,
-               "same_numbers": True, "epoch": epochs["before"], **summary(seconds, epoch_ratio),
+               "same_numbers": True, "epoch": reference, **summary(seconds, epoch_ratio),
                "load_average_before": load_before, "load_average_after": [round(v, 2) for v in os.getloadavg()],
                "command": "python benchmarks/bench_nmt_epoch.py " + " ".join(sys.argv[1:]),
                "git_commit": _git_commit(), "cpu": backend,
