@@ -286,8 +286,9 @@ def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):
     figure = figure_pages[page]["figures"]["stored-heatmaps"]
     shown = json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text(encoding="utf-8"))["heatmaps"]
     system = list(shown)[figure["clicked"]]  # the hover comes after the click: the first cell of that system's map
-    first = f"source: {shown[system]['source'][0]}target: {shown[system]['output'][0]}"
-    assert figure["hover"] == f"{first}weight: {shown[system]['attention'][0][0]:.3f}", figure
+    sentence = shown[system][0]  # chapter 9 shows each system's first stored test sentence
+    first = f"source: {sentence['source'][0]}target: {sentence['output'][0]}"
+    assert figure["hover"] == f"{first}weight: {sentence['attention'][0][0]:.3f}", figure
 
 
 def test_bar_hover_shows_the_weight(figure_pages):
