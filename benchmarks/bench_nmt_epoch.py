@@ -3,23 +3,22 @@ commit's, and what that does to issue 29's goal ("the baseline reaches the same 
 CPU time").
 
 An epoch is what a stored run repeats: training on every batch of the medium corpus, then the greedy
-translation of the dev verses and their BLEU (``train_system`` with one epoch, seed 0, one thread). Three
-versions run it, each in its own process, in turns (``--rounds`` times, so a busy machine slows all alike;
+translation of the dev verses and their BLEU (``train_system`` with one epoch, seed 0, one thread). Two
+versions run it, each in its own process, in turns (``--rounds`` times, so a busy machine slows both alike;
 the median is kept):
 
 * ``before``: the library at ``--against`` (default ``ff8b0d2``, the code of the first stored runs);
-* ``this code``: this library, the C allocator as it comes;
-* ``after``: this library with :func:`~sparse_tutorial.hardware.retain_freed_memory`, as the sweep runs it.
+* ``this code``: this library.
 
-Every version must end the epoch with the same numbers (its history without timings); the script fails
+Both must end the epoch with the same numbers (its history without timings); the script fails
 otherwise, since a speed-up that changes the result is another recipe, not a faster one. The summary gives
-each version's median CPU seconds, ``epoch_cpu_ratio`` (after / before) and, with the epochs to the
+each version's median CPU seconds, ``epoch_cpu_ratio`` (this code / before) and, with the epochs to the
 target dev BLEU from ``book/results/nmt_training_speed.json`` (the schedule's ``epoch_ratio``), the CPU
 time to that BLEU against the constant-rate recipe on the old code: ``cpu_ratio_to_target`` =
 ``epoch_ratio × epoch_cpu_ratio``, with its range over the rounds. Writes ``book/results/nmt_epoch_speed.json``
 (``--summary-only`` recomputes its summary from the stored timings):
 
-    python benchmarks/bench_nmt_epoch.py                  # 3 rounds: about 12 minutes of one core
+    python benchmarks/bench_nmt_epoch.py                  # 3 rounds: about 10 minutes of one core
     python benchmarks/bench_nmt_epoch.py --rounds 1 --against HEAD~3
 """
 from __future__ import annotations
@@ -47,9 +46,6 @@ import torch
 import sparse_tutorial
 assert sparse_tutorial.__file__.startswith(os.getcwd()), sparse_tutorial.__file__
 torch.set_num_threads(1)
-if sys.argv[1] == "retain":
-    from sparse_tutorial.hardware import retain_freed_memory
-    assert retain_freed_memory()
 from sparse_tutorial.experiments.nmt.data import translation_corpus
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, train_system
 sizes = dataclasses.replace(SIZES["medium"], epochs=1)
@@ -59,30 +55,28 @@ _, history, _ = train_system(SYSTEMS["NMT"], data, sizes, seed=0, device="cpu")
 from sparse_tutorial.hardware import cpu_backend
 print(json.dumps({"cpu_seconds": time.process_time() - start, "epoch": history.epochs[0], "cpu": cpu_backend()}))
 """
-"""One epoch, run with the library found in the working directory; argv[1] ``retain`` or ``default``."""
+"""One epoch, run with the library found in the working directory."""
 
 
-def one_epoch(root: Path, allocator: str) -> dict[str, Any]:
+def one_epoch(root: Path) -> dict[str, Any]:
     """:data:`EPOCH` in a fresh process on one thread, importing the library under ``root``."""
-    done = subprocess.run([sys.executable, "-c", EPOCH, allocator], cwd=root, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", EPOCH], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"the epoch with {root} ({allocator}) failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"the epoch with {root} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def summary(seconds: dict[str, list[float]], epoch_ratio: float | None) -> dict[str, Any]:
-    """Median CPU seconds per version, ``epoch_cpu_ratio`` (after / before, of the medians), the ratio of each
+    """Median CPU seconds per version, ``epoch_cpu_ratio`` (this code / before, of the medians), the ratio of each
     round (``round_ratios``: how much the machine's noise moves it) and ``cpu_ratio_to_target`` (median, and
     ``cpu_ratio_to_target_range`` over the rounds)."""
     medians = {name: statistics.median(values) for name, values in seconds.items()}
-    ratio = medians["after"] / medians["before"]
-    rounds = [after / before for after, before in zip(seconds["after"], seconds["before"])]
+    ratio = medians["this code"] / medians["before"]
+    rounds = [now / before for now, before in zip(seconds["this code"], seconds["before"])]
     return {"median_cpu_seconds": {name: round(value, 1) for name, value in medians.items()},
             "epoch_cpu_ratio": round(ratio, 3),
             "round_ratios": [round(value, 3) for value in rounds],
-            "allocator_ratio": round(medians["after"] / medians["this code"], 3),
-            "code_ratio": round(medians["this code"] / medians["before"], 3),
             "schedule_epoch_ratio": epoch_ratio,
             "cpu_ratio_to_target": round(epoch_ratio * ratio, 3) if epoch_ratio is not None else None,
             "cpu_ratio_to_target_range": ([round(epoch_ratio * min(rounds), 3), round(epoch_ratio * max(rounds), 3)]
@@ -109,14 +103,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         before_root = Path(folder)
         against = _export(THIS_LIBRARY, args.against, before_root)
-        versions = {"before": (before_root, "default"), "this code": (THIS_LIBRARY, "default"),
-                    "after": (THIS_LIBRARY, "retain")}
+        versions = {"before": before_root, "this code": THIS_LIBRARY}
         seconds: dict[str, list[float]] = {name: [] for name in versions}
         reference: dict[str, Any] | None = None  # the epoch "before" ended with
         with tqdm(total=args.rounds * len(versions), desc="epochs", unit="epoch") as bar:
             for _ in range(args.rounds):
-                for name, (root, allocator) in versions.items():
-                    result = one_epoch(root, allocator)
+                for name, root in versions.items():
+                    result = one_epoch(root)
                     seconds[name].append(round(result["cpu_seconds"], 2))
                     reference = reference if reference is not None else untimed(result["epoch"])
                     backend = result["cpu"]

@@ -5,10 +5,6 @@ and split work over the threads they have, so float rounding, and with it every 
 between machines in the 2nd-3rd digit. :func:`cpu_backend` records what a run used; every results file
 stores it (``environment.cpu``), and the reproducibility appendix explains what follows from it.
 
-:func:`retain_freed_memory` is the one setting here that changes speed but no number: it keeps the memory
-that PyTorch frees in the process, which makes a training step of the book's small recurrent models faster
-on the CPU.
-
 Example::
 
     >>> from sparse_tutorial.hardware import cpu_backend
@@ -17,8 +13,6 @@ Example::
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import platform
 from pathlib import Path
@@ -85,29 +79,3 @@ def describe_cpu_backend(backend: dict[str, Any] | None) -> str:
     return (f"{backend['model']}, {backend['torch_capability']} kernels, {threads} thread{'s' * (threads != 1)}"
             + (f" (imitated: {overrides})" if overrides else ""))
 
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (glibc's malloc.h)
-RETAINED_BLOCK_BYTES = 32 << 20
-"""Blocks up to this size (glibc's largest mmap threshold) are taken from and returned to the heap."""
-RETAINED_FREE_BYTES = 256 << 20
-"""Free memory the heap keeps before it gives any back to the operating system."""
-
-
-def retain_freed_memory() -> bool:
-    """Make glibc's ``malloc`` keep freed blocks of up to 32 MiB for reuse instead of returning them to the
-    operating system; returns False where the C library is not glibc (macOS, musl), which is left as it is.
-
-    By default glibc maps each block above 128 KiB freshly from the system and unmaps it when freed (its
-    threshold rises with the sizes freed, and free memory at the top of the heap is still handed back). A decoder step allocates and frees
-    tensors of that size dozens of times per batch (``(batch, src_len, hidden)`` features, their gradients),
-    so every one costs page faults. PyTorch's CPU performance guides recommend jemalloc or tcmalloc for this;
-    ``mallopt`` gets the same effect from glibc at run time. The numbers do not change: PyTorch aligns every
-    CPU tensor to 64 bytes whatever ``malloc`` returns. The sweep workers call it before each run
-    (:func:`~sparse_tutorial.experiments.sweep.execute_logged`); ``benchmarks/bench_nmt_epoch.py`` measures it.
-    """
-    name = ctypes.util.find_library("c")
-    if name is None or platform.libc_ver()[0] != "glibc":
-        return False
-    libc = ctypes.CDLL(name)
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, RETAINED_BLOCK_BYTES)
-                and libc.mallopt(_M_TRIM_THRESHOLD, RETAINED_FREE_BYTES))

@@ -1,6 +1,4 @@
 """The CPU back end a run used is recorded (sparse_tutorial.hardware), and tools/imitate_cpu.py changes it."""
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -52,28 +50,3 @@ def test_imitations_change_the_kernels_and_threads():
         assert capability_under("avx2-1thread") == ("AVX2", 1)
     assert set(IMITATIONS["avx2"]) <= set(BACKEND_VARIABLES)
 
-
-MAPPED_BLOCKS = """
-import ctypes, sys, torch
-from sparse_tutorial.hardware import retain_freed_memory
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = MallInfo2
-if sys.argv[1] == "retain":
-    assert retain_freed_memory()
-before = libc.mallinfo2().hblks
-block = torch.empty(1 << 20, dtype=torch.uint8)  # 1 MiB: above glibc's default threshold of 128 KiB
-print(libc.mallinfo2().hblks - before)
-"""
-
-
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
-def test_retain_freed_memory_takes_blocks_from_the_heap_instead_of_fresh_mappings():
-    def new_mappings(mode: str) -> int:
-        done = subprocess.run([sys.executable, "-c", MAPPED_BLOCKS, mode], capture_output=True, text=True, check=True)
-        return int(done.stdout)
-
-    assert new_mappings("default") == 1
-    assert new_mappings("retain") == 0

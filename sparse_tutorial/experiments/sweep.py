@@ -57,7 +57,6 @@ import torch
 from tqdm import tqdm
 
 from sparse_tutorial.atomic import writable_directory
-from sparse_tutorial.hardware import retain_freed_memory
 from sparse_tutorial.experiments.records import (
     LOG, RecordNotStoredError, Status, check_free_space, read_record, sealed, store_record,
 )
@@ -155,15 +154,13 @@ def execute_logged(execute: Callable[[Run], dict], run: Run, threads: int) -> di
     """Run ``execute(run)`` on ``threads`` threads, capturing what it prints and logs.
 
     This is what each worker calls (and the serial loop). Before the run every generator is seeded with 0,
-    so even randomness the run forgot to seed is the same wherever it runs, and freed memory is kept for reuse
-    (:func:`~sparse_tutorial.hardware.retain_freed_memory`: faster, same numbers).
+    so even randomness the run forgot to seed is the same wherever it runs.
 
     Returns:
         ``{"run", "result", "seconds", "threads", "device", "host", "worker_max_rss_mb", "log"}``.
     """
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
-    retain_freed_memory()
     seed_everything(0)
     buffer = io.StringIO()
     handler = logging.StreamHandler(buffer)
