@@ -111,11 +111,12 @@ def main() -> None:
                 for name, root in versions.items():
                     result = one_epoch(root)
                     seconds[name].append(round(result["cpu_seconds"], 2))
-                    reference = reference if reference is not None else untimed(result["epoch"])
-                    backend = result["cpu"]
-                    if untimed(result["epoch"]) != reference:
+                    backend, epoch = result["cpu"], untimed(result["epoch"])
+                    if reference is None:
+                        reference = epoch
+                    elif epoch != reference:
                         raise SystemExit(f"{name} ended the epoch with other numbers than before: "
-                                         f"{untimed(result['epoch'])} against {reference}")
+                                         f"{epoch} against {reference}")
                     bar.update()
     payload = {"benchmark": "nmt_epoch_speed", "against": against, "cpu_seconds": seconds,
                "same_numbers": True, "epoch": reference, **summary(seconds, epoch_ratio),
