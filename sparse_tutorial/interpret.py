@@ -73,7 +73,7 @@ def token_classes(positive_counts: Tensor, negative_counts: Tensor, polar_gamma:
     """
     g = gamma(positive_counts, negative_counts)
     pos, neg = positive_counts.double(), negative_counts.double()
-    classes = torch.full(g.shape, UNCLASSIFIED, dtype=torch.long)
+    classes = torch.full(g.shape, UNCLASSIFIED, dtype=torch.long, device=g.device)
     classes[(g > polar_gamma) & (pos > min_count)] = POSITIVE
     classes[(g < -polar_gamma) & (neg > min_count)] = NEGATIVE
     classes[(g.abs() < neutral_gamma) & ((pos - neg).abs() < neutral_gap) & (pos + neg > 0)] = NEUTRAL
@@ -91,7 +91,7 @@ def label_classes(counts: Tensor, threshold: float = 0.8, min_count: float = 5) 
     total = counts.sum(-1)
     share = counts / total.clamp(min=1).unsqueeze(-1)
     top_share, top_label = share.max(-1)
-    classes = torch.full(total.shape, -2, dtype=torch.long)
+    classes = torch.full(total.shape, -2, dtype=torch.long, device=total.device)
     even = (top_share < 1 / counts.shape[-1] + 0.1) & (total > min_count)
     classes[even] = -1
     polar = (top_share > threshold) & (total > min_count)
@@ -123,10 +123,11 @@ def gradient_importance(model: AttentionClassifier, token_ids: Tensor, mask: Ten
     gradient of the batch sum gives every example's own gradient in one backward pass.
     """
     model.eval()
-    embedded = model.embed(token_ids).detach().requires_grad_(True)
-    logits = model.forward_embedded(embedded, mask).logits
-    y_hat = class_probability(logits, _predicted_labels(logits.detach()))
-    (grad,) = torch.autograd.grad(y_hat.sum(), embedded)
+    with torch.backends.cudnn.flags(enabled=False):   # cuDNN's LSTM has no backward in eval mode
+        embedded = model.embed(token_ids).detach().requires_grad_(True)
+        logits = model.forward_embedded(embedded, mask).logits
+        y_hat = class_probability(logits, _predicted_labels(logits.detach()))
+        (grad,) = torch.autograd.grad(y_hat.sum(), embedded)
     return _normalize(grad.norm(dim=-1), mask).detach()
 
 
@@ -138,13 +139,14 @@ def intermediate_importance(model: AttentionClassifier, token_ids: Tensor, mask:
     ``p``, batched over examples.
     """
     model.eval()
-    embedded = model.embed(token_ids).detach().requires_grad_(True)
-    norms = model.encode(embedded, mask).norm(dim=-1).masked_fill(~mask, 0.0)   # (batch, seq_len)
     rows = []
-    for p in range(norms.shape[1]):
-        (grad,) = torch.autograd.grad(norms[:, p].sum(), embedded, retain_graph=True, allow_unused=True)
-        grad = torch.zeros_like(embedded) if grad is None else grad
-        rows.append(_normalize(grad.norm(dim=-1), mask) * mask[:, p:p + 1])
+    with torch.backends.cudnn.flags(enabled=False):   # cuDNN's LSTM has no backward in eval mode
+        embedded = model.embed(token_ids).detach().requires_grad_(True)
+        norms = model.encode(embedded, mask).norm(dim=-1).masked_fill(~mask, 0.0)   # (batch, seq_len)
+        for p in range(norms.shape[1]):
+            (grad,) = torch.autograd.grad(norms[:, p].sum(), embedded, retain_graph=True, allow_unused=True)
+            grad = torch.zeros_like(embedded) if grad is None else grad
+            rows.append(_normalize(grad.norm(dim=-1), mask) * mask[:, p:p + 1])
     return torch.stack(rows, dim=1).detach()
 
 
@@ -213,9 +215,10 @@ def kendall_tau_b(x: Tensor | np.ndarray, y: Tensor | np.ndarray) -> float:
 
 
 def batched_kendall_tau_b(x: Tensor, y: Tensor, mask: Tensor) -> Tensor:
-    """τ-b per example over its kept positions, ``(batch,)``; NaN where a row is constant or too short."""
+    """τ-b per example over its kept positions, ``(batch,)`` on ``x``'s device; NaN where a row is constant or
+    too short."""
     return torch.tensor([kendall_tau_b(xi[m], yi[m]) if int(m.sum()) > 1 else float("nan")
-                         for xi, yi, m in zip(x.detach().cpu(), y.detach().cpu(), mask.cpu())])
+                         for xi, yi, m in zip(x.detach().cpu(), y.detach().cpu(), mask.cpu())], device=x.device)
 
 
 def jensen_shannon(p: Tensor, q: Tensor) -> Tensor:

@@ -92,6 +92,23 @@ def test_seq2seq_forward_and_beam_search_match_the_cpu():
     assert got.tokens == expected.tokens
 
 
+def test_a_penalty_gradient_through_the_seq2seq_model_in_eval_mode_matches_the_cpu():
+    """Chapter 9's cell: the gradient of an attention penalty with dropout off. cuDNN's LSTM has no backward
+    in eval mode, so the chapter turns cuDNN off for it."""
+    model, batch = tiny_translation()
+
+    def gradient_norm(model: Seq2Seq, batch: object) -> torch.Tensor:
+        model.zero_grad(set_to_none=True)
+        with torch.backends.cudnn.flags(enabled=False):
+            _, attention = model.eval()(batch.src, batch.src_mask, batch.tgt_in)
+            (attention.clamp(min=1e-12).log() * attention).sum().backward()
+        return torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters() if p.grad is not None))
+
+    expected = gradient_norm(model, batch)
+    got = gradient_norm(model.to(DEVICE), on(DEVICE, batch))
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("penalty", [None, "entropy", "linf"])
 def test_one_mixed_precision_training_step_of_the_seq2seq_model(penalty):
     model, batch = tiny_translation()

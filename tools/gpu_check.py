@@ -70,6 +70,9 @@ LOOP_STEPS = 64
 """Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
 CHAPTER_WORKERS = 4
 """Chapters executed at a time by :func:`chapters`."""
+KERNEL_START_GAP = 3.0
+"""Seconds between two chapters' starts: kernels started together can pick the same free port (one of 14
+chapters started at once failed so on 2026-11-28)."""
 
 
 def run_tests(out: Path) -> dict[str, Any]:
@@ -250,6 +253,7 @@ def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
                                             str(copied), "--gpu", "--timeout", str(left)],
                                            cwd=REPO_ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT)
             running[path] = (process, time.perf_counter(), output_file)
+            time.sleep(KERNEL_START_GAP)
         for path, (process, started, output_file) in list(running.items()):
             if process.poll() is None and time.perf_counter() < deadline:
                 continue

@@ -114,7 +114,8 @@ def tau_b_bound(weights: Tensor, mask: Tensor) -> Tensor:
     without ties, ``(batch,)``: every pair tied in the weights (the exact zeros of sparse attention above all)
     is neither concordant nor discordant, so τ-b ≤ √(1 − t / n₀) with t tied pairs of the n₀ = n(n − 1)/2
     (about √(1 − f²) for a share f of zeros). NaN for fewer than two positions. A τ-b near this bound says
-    more about the ties than about agreement; τ over the positions with non-zero weight does not have them."""
+    more about the ties than about agreement; τ over the positions with non-zero weight does not have them.
+    On ``weights``' device."""
     bounds = []
     for row, kept in zip(weights.detach().cpu(), mask.cpu()):
         values = row[kept]
@@ -124,7 +125,7 @@ def tau_b_bound(weights: Tensor, mask: Tensor) -> Tensor:
             continue
         counts = torch.unique(values, return_counts=True)[1].double()
         bounds.append(math.sqrt(1.0 - float((counts * (counts - 1) / 2).sum()) / pairs))
-    return torch.tensor(bounds)
+    return torch.tensor(bounds, device=weights.device)
 
 
 def _nanmean(values: Tensor) -> float | None:
