@@ -27,10 +27,13 @@ def test_the_appendix_prints_what_the_stored_gpu_check_says():
     assert not any(cost.full_grid_estimate(name, check)["fits_one_session"] for name in check["one_epoch"])
 
 
-def test_the_stored_gpu_check_ran_on_a_gpu_and_passed():
+def test_the_stored_gpu_check_ran_on_a_gpu_and_names_every_failed_test():
     check = cost.gpu_check()
-    assert check["device"] != "cpu" and check["tests"]["returncode"] == 0
-    assert re.match(r"\d+ passed, \d+ deselected", check["tests"]["summary"])
+    tests = check["tests"]
+    failed = int(re.match(r"(?:(\d+) failed, )?\d+ passed, \d+ deselected", tests["summary"]).group(1) or 0)
+    assert check["device"] != "cpu" and tests["device"] != "cpu"
+    assert (tests["returncode"] == 0) == (failed == 0) and len(tests.get("failed", [])) == failed
+    assert all(name.split("::")[-1] in cost.check_summary(check) for name in tests.get("failed", []))
     assert set(check["one_epoch"]) == set(gpu_check.PIPELINES)
     assert all(run["run_seconds"] > 0 for run in check["one_epoch"].values())
 
@@ -92,7 +95,8 @@ def test_a_partial_check_keeps_the_parts_it_did_not_run(tmp_path, monkeypatch):
     assert gpu_check.main(["--allow-cpu", "--out", str(tmp_path), "--parts", "tests"]) == 0
     stored = json.loads((tmp_path / "gpu_check.json").read_text())
     assert stored["one_epoch"] == {"nmt": {"run_seconds": 1.0}} and stored["tests"]["summary"] == "1 passed"
-    assert stored["date"] != "then" and "--parts tests" in stored["command"]
+    assert stored["date"] == "then" and stored["tests"]["date"] != "then"   # the timings' date stays theirs
+    assert "--parts tests" in stored["command"]
 
 
 def test_chapters_past_the_time_limit_are_stopped_or_not_started(tmp_path):

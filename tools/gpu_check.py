@@ -76,14 +76,16 @@ chapters started at once failed so on 2026-11-28)."""
 
 
 def run_tests(out: Path) -> dict[str, Any]:
-    """pytest on the CUDA tests; its exit status, closing line and seconds."""
+    """pytest on the CUDA tests; its exit status, closing line, the tests that failed and the seconds."""
     tic = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                            "tests/test_cuda.py", "tests/test_fused.py", "-k", "cuda or gpu"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=TEST_SECONDS)
     (out / "gpu_check_tests.log").write_text(done.stdout + done.stderr)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
-    return {"returncode": done.returncode, "summary": lines[-1] if lines else "", "seconds": round(time.perf_counter() - tic, 1)}
+    failed = [line.split()[1] for line in lines if line.startswith("FAILED ")]
+    return {"returncode": done.returncode, "summary": lines[-1] if lines else "", "failed": failed,
+            "seconds": round(time.perf_counter() - tic, 1)}
 
 
 def timed(step: Callable[[], torch.Tensor], device: torch.device, tokens: int, steps: int = STEPS,
@@ -377,10 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     measured = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
                 "torch": torch.__version__, "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if "tests" in parts:
-        report.update(measured, cuda=torch.version.cuda, tests=run_tests(args.out))
+        report["tests"] = {**measured, "cuda": torch.version.cuda, **run_tests(args.out)}
         print("tests:", report["tests"]["summary"], flush=True)
     if "timings" in parts:
-        report["timings"] = {}
+        report.update(measured, cuda=torch.version.cuda, timings={})
         for name, time_it in experiments(device, args.steps, args.warmup).items():
             report["timings"][name] = {precision: time_it(precision == "amp") for precision in ("float32", "amp")}
             print(name, report["timings"][name], flush=True)

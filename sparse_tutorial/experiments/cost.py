@@ -90,6 +90,17 @@ def _plain(line: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
 
 
+def _tests_summary(check: dict[str, Any]) -> str:
+    """The CUDA tests' outcome: the counts, the tests that failed, and their own date when they ran apart."""
+    tests = check["tests"]
+    text = f"the CUDA tests {tests['summary'].split(' in ')[0]}"
+    if tests.get("failed"):
+        text += f" ({', '.join(name.split('::')[-1] for name in tests['failed'])})"
+    if tests.get("date", check.get("date")) != check.get("date"):
+        text += f" on {tests['date']}"
+    return text
+
+
 def check_summary(check: dict[str, Any]) -> str:
     """What the GPU check found, in the appendix's words: the machine, the CUDA tests, the full-size step
     times in float32 and with mixed precision, the training loop's gain from reading the GPU less often, the
@@ -98,7 +109,7 @@ def check_summary(check: dict[str, Any]) -> str:
                       f"{t['amp']['seconds_per_step']:.3f} s with mixed precision"
                       for name, t in check["timings"].items())
     text = (f"Measured on one {check['device']} (torch {check['torch']}, {check.get('date', 'date not recorded')}): "
-            f"the CUDA tests {check['tests']['summary'].split(' in ')[0]}; a full-size training step took {steps}.")
+            f"{_tests_summary(check)}; a full-size training step took {steps}.")
     loop = check.get("loop")
     if loop:
         every = loop["read_every"]
@@ -109,7 +120,7 @@ def check_summary(check: dict[str, Any]) -> str:
     chapters = check.get("chapters")
     if chapters:
         outcome = {name: run["returncode"] for name, run in chapters["chapters"].items()}
-        passed = [name for name, code in outcome.items() if code == 0]
+        passed = sorted(name for name, code in outcome.items() if code == 0)
         failed = [f"{name} ({_plain(chapters['chapters'][name]['error'][-1])})"
                   for name, code in outcome.items() if code not in (0, None, -9)]
         stopped = [name for name, code in outcome.items() if code == -9]
