@@ -2,6 +2,7 @@
 prints from it (the appendix's numbers are generated, and this test keeps them so)."""
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -106,3 +107,13 @@ def test_chapters_past_the_time_limit_are_stopped_or_not_started(tmp_path):
     assert report["chapters"]["part1/02_l1_fails.ipynb"]["returncode"] not in (0, None)
     assert report["chapters"]["part1/03_linf.ipynb"] == {"returncode": None, "error": ["not started"]}
     assert "02_l1_fails" in (tmp_path / "gpu_check_chapters.log").read_text()
+
+
+def test_the_tests_part_names_the_tests_that_failed(tmp_path, monkeypatch):
+    printed = ("..F.\nFAILED tests/test_cuda.py::test_one - RuntimeError: cudnn RNN backward\n"
+               "1 failed, 3 passed, 200 deselected in 9.1s\n")
+    monkeypatch.setattr(gpu_check.subprocess, "run",
+                        lambda *args, **kwargs: subprocess.CompletedProcess(args, 1, stdout=printed, stderr=""))
+    report = gpu_check.run_tests(tmp_path)
+    assert report["failed"] == ["tests/test_cuda.py::test_one"] and report["returncode"] == 1
+    assert report["summary"].startswith("1 failed, 3 passed")
