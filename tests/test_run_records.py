@@ -279,3 +279,27 @@ def test_the_code_fingerprint_is_the_same_on_every_python(monkeypatch):
     assert "type_params=[]" in ast.dump(ast.parse(source))   # what broke the first fingerprint
     assert records._without_docstrings(source) == before
     assert records._without_docstrings(source) != records._without_docstrings(source.replace("None,", "0,"))
+
+
+def test_order_arm_trains_every_seed_of_an_arm_first_and_keeps_the_grid_order_in_the_results(
+        tmp_path, monkeypatch):
+    seed_major = [Run.of("system", name=name, seed=seed) for seed in range(2) for name in ("a", "b")]
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: seed_major
+    calls: list = []
+    module.execute = counting(calls)
+    module.assemble = lambda profile, seeds, runs, results: {"runs": [run.key for run in runs],
+                                                              "scores": [r["score"] for r in results]}
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    monkeypatch.setattr("sparse_tutorial.experiments.__main__.available", lambda: ["fake"])
+    assert main(["fake", "--out", str(tmp_path), "--order", "arm"]) == 0
+    assert [(run["name"], run["seed"]) for run in calls] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    written = load_results("fake", tmp_path)
+    assert written["runs"] == [run.key for run in seed_major] and written["scores"] == [0, 1, 1, 2]
+    assert "--order arm" in written["command"]
+    calls.clear()
+    run_sweep(seed_major, counting(calls), progress=False)  # the default: the grid's own order
+    assert calls == seed_major
+    with pytest.raises(ValueError, match="order must be one of"):
+        run_sweep(seed_major, counting([]), progress=False, order="random")

@@ -13,6 +13,8 @@ command with one line saying what to do (exit status 2), not a traceback. Ctrl-C
 stored and that the same command resumes from them (exit status 130). ``--hours H`` starts no run after H
 hours; if runs are left it says how many and exits with status 3, and the same command continues: a grid
 longer than one session is trained over several, e.g. on Colab with ``--out`` on Google Drive.
+``--order arm`` trains every seed of one arm before the next (the default, ``grid``, is the experiment's
+order: seed 0 of every arm first), so that the claims about the first arms can be judged sooner.
 ``--stored-only`` trains nothing and writes the results of the runs stored so far (experiments that judge
 an unfinished grid: a claim whose runs are missing is "not tested", and the file names the missing runs).
 """
@@ -37,7 +39,7 @@ from sparse_tutorial.experiments.runner import (
     run_experiment,
     runs_dir,
 )
-from sparse_tutorial.experiments.sweep import GridIncompleteError, RayMissingError, StaleRecordsError
+from sparse_tutorial.experiments.sweep import RUN_ORDERS, GridIncompleteError, RayMissingError, StaleRecordsError
 
 
 def _positive_int(text: str) -> int:
@@ -91,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hours", type=_positive_float, default=None,
                         help="start no run after this many hours and exit with status 3 if runs are left; the same "
                              "command continues (for grids longer than a session, e.g. on Colab with --out on Drive)")
+    parser.add_argument("--order", choices=RUN_ORDERS, default="grid",
+                        help="the order the runs train in: 'grid', the experiment's (seed 0 of every arm, then "
+                             "seed 1, ...; default), or 'arm', every seed of one arm before the next, so that the "
+                             "claims about an arm can be judged sooner")
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
     parser.add_argument("--stored-only", action="store_true",
                         help="train nothing: write the results of the runs stored so far, naming the missing ones "
@@ -106,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_arguments(args.name, args.profile, args.seeds, args.workers, args.threads_per_run,
-                        args.gpus_per_run, args.on_stale, args.hours, args.stored_only)
+                        args.gpus_per_run, args.on_stale, args.hours, args.stored_only, args.order)
     except ValueError as error:
         parser.error(str(error))
     run_dir = runs_dir(args.name, args.profile, args.out)
@@ -122,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         payload = run_experiment(args.name, profile=args.profile, seeds=args.seeds, directory=args.out,
                                  workers=args.workers, address=args.address, fresh=args.fresh,
                                  threads_per_run=args.threads_per_run, gpus_per_run=args.gpus_per_run,
-                                 on_stale=args.on_stale, hours=args.hours, stored_only=args.stored_only)
+                                 on_stale=args.on_stale, hours=args.hours, stored_only=args.stored_only,
+                                 order=args.order)
     except GridIncompleteError as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 3

@@ -195,7 +195,7 @@ def accepted_profiles(name: str) -> tuple[str, ...]:
 
 def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threads_per_run: int = 1,
                     gpus_per_run: float | None = None, on_stale: str = "refuse", hours: float | None = None,
-                    stored_only: bool = False) -> None:
+                    stored_only: bool = False, order: str = "grid") -> None:
     """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``
     and these sweep options (:func:`~sparse_tutorial.experiments.sweep.check_sweep_arguments`).
 
@@ -210,7 +210,7 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if profile not in accepted_profiles(name):
         raise ValueError(f"profile must be one of {accepted_profiles(name)} for {name!r}, got {profile!r}")
-    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours, order)
     if stored_only and name not in partial_grid_experiments():
         raise ValueError(f"--stored-only assembles an unfinished grid only for {partial_grid_experiments()}, "
                          f"not {name!r}: run the command without it to finish the grid")
@@ -315,13 +315,14 @@ def runs_dir(name: str, profile: str, directory: Path | None = None) -> Path:
 def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory: Path | None = None,
                    write: bool = True, workers: int = 1, address: str | None = None, fresh: bool = False,
                    threads_per_run: int = 1, gpus_per_run: float | None = None,
-                   on_stale: str = "refuse", hours: float | None = None, stored_only: bool = False) -> dict[str, Any]:
+                   on_stale: str = "refuse", hours: float | None = None, stored_only: bool = False,
+                   order: str = "grid") -> dict[str, Any]:
     """Run experiment ``name`` and return (and, with ``write``, store) its results with their provenance.
 
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
     ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun reuses the records found there
     that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``,
-    ``on_stale`` and ``hours`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s: with ``hours`` a
+    ``on_stale``, ``hours`` and ``order`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s: with ``hours`` a
     grid is trained over several calls, each stopping with a
     :class:`~sparse_tutorial.experiments.sweep.GridIncompleteError` until the last assembles the results;
     ``stored_only`` assembles the runs stored so far without training (:func:`sweep_experiment`).
@@ -331,7 +332,8 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
         UnwritableDirectoryError: the results folder is a file, cannot be created or is read-only.
         ResultsNotWrittenError: writing failed after the run; the results were saved elsewhere (named).
     """
-    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale, hours, stored_only)
+    check_arguments(name, profile, seeds, workers, threads_per_run, gpus_per_run, on_stale, hours, stored_only,
+                    order)
     directory = Path(directory) if directory is not None else None
     if write:
         writable_directory(directory if directory is not None else results_dir(), "the results folder")
@@ -345,9 +347,9 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
                                    address=address, fresh=fresh,
                                    run_dir=runs_dir(name, profile, directory) if write or stored_only else None,
                                    threads_per_run=threads_per_run, gpus_per_run=gpus_per_run,
-                                   on_stale=on_stale, hours=hours)
+                                   on_stale=on_stale, hours=hours, order=order)
         options = (f" --workers {workers}" * (workers > 1) + f" --threads-per-run {threads_per_run}"
-                   + " --stored-only" * stored_only)
+                   + f" --order {order}" * (order != "grid") + " --stored-only" * stored_only)
         results["sweep"] = {"workers": workers, "address": address, "threads_per_run": threads_per_run}
     else:
         results, options = module.run(profile=profile, seeds=seeds), ""

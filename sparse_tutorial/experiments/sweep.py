@@ -92,6 +92,10 @@ class GridIncompleteError(RuntimeError):
 
 STALE_CHOICES = ("refuse", "redo", "accept")
 """What a sweep does with records made by other code: stop and name them (default), redo them, reuse them."""
+RUN_ORDERS = ("grid", "arm")
+"""The order in which a sweep trains its runs: ``grid``, the experiment's own (e.g. seed 0 of every system,
+then seed 1, ...); ``arm``, every seed of one arm (a run less its ``seed``) before the next arm, the arms in
+the order of their first run in the grid, so that a claim about an arm can be judged as soon as possible."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,11 @@ class Run:
 
     def get(self, name: str, default: Any = None) -> Any:
         return dict(self.config).get(name, default)
+
+    @property
+    def arm(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """What the run trains, less its seed: runs of one arm differ by their ``seed`` only."""
+        return self.kind, tuple(item for item in self.config if item[0] != "seed")
 
     def as_dict(self) -> dict[str, Any]:
         """``{"kind": ..., "config": {...}}``, as stored in the run's file."""
@@ -265,7 +274,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
               address: Optional[str] = None, run_dir: Optional[Path] = None, fresh: bool = False,
               threads_per_run: int = 1, gpus_per_run: Optional[float] = None,
               description: str = "runs", progress: bool = True, identity: Optional[dict[str, str]] = None,
-              on_stale: str = "refuse", hours: Optional[float] = None) -> list[dict[str, Any]]:
+              on_stale: str = "refuse", hours: Optional[float] = None, order: str = "grid") -> list[dict[str, Any]]:
     """Execute ``runs`` (serially, on ``workers`` local Ray workers, or on the Ray cluster at ``address``)
     and return each one's result, in the order of ``runs``.
 
@@ -286,10 +295,12 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         on_stale: one of :data:`STALE_CHOICES`, for records made by other code.
         hours: start no run after this many hours (the runs under way finish and are stored): a grid longer
             than a session (a Colab runtime, a cluster job) is trained over several calls.
+        order: one of :data:`RUN_ORDERS`: the order the runs train in (:func:`in_order`); the results keep
+            the order of ``runs``.
 
     Raises:
-        ValueError: ``workers`` < 1, ``threads_per_run`` < 1, a negative ``gpus_per_run`` or an unknown
-            ``on_stale``.
+        ValueError: ``workers`` < 1, ``threads_per_run`` < 1, a negative ``gpus_per_run``, an unknown
+            ``on_stale`` or ``order``.
         RayMissingError: ``address`` without Ray installed.
         StaleRecordsError: see ``on_stale``.
         GridIncompleteError: ``hours`` passed with runs still to train (those that finished are stored).
@@ -297,7 +308,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         OSError: the runs folder has no room for a record (checked before each run trains).
         RuntimeError: a run failed in a Ray worker (named; the runs that finished are stored).
     """
-    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours)
+    check_sweep_arguments(workers, threads_per_run, gpus_per_run, on_stale, hours, order)
     stop_at = None if hours is None else time.time() + 3600 * hours
     parallel = workers > 1 or address is not None
     if address is not None and not ray_available():
@@ -305,7 +316,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
     identity = dict(identity or {})
-    unique = list(dict.fromkeys(runs))
+    unique = in_order(list(dict.fromkeys(runs)), order)
     records = {run: None for run in unique} if fresh else _reusable(run_dir, unique, identity, on_stale)
     bar = tqdm(total=len(unique), initial=sum(r is not None for r in records.values()), desc=description,
                unit="run", disable=not progress)
@@ -410,8 +421,21 @@ def _remove_checkpoints(run_dir: Path, run: Run) -> None:
         path.unlink(missing_ok=True)
 
 
+def in_order(runs: Sequence[Run], order: str) -> list[Run]:
+    """``runs`` in one of the :data:`RUN_ORDERS`: as given (``grid``), or grouped by :attr:`Run.arm` (``arm``),
+    each arm where its first run was and its runs in their order."""
+    if order not in RUN_ORDERS:
+        raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
+    if order == "grid":
+        return list(runs)
+    first: dict[tuple, int] = {}
+    for run in runs:
+        first.setdefault(run.arm, len(first))
+    return sorted(runs, key=lambda run: first[run.arm])
+
+
 def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Optional[float] = None,
-                          on_stale: str = "refuse", hours: Optional[float] = None) -> None:
+                          on_stale: str = "refuse", hours: Optional[float] = None, order: str = "grid") -> None:
     """Raise a ``ValueError`` naming the first bad argument of :func:`run_sweep` (before anything starts)."""
     if workers < 1 or threads_per_run < 1:
         raise ValueError(f"workers and threads_per_run must be >= 1, got {workers} and {threads_per_run}")
@@ -421,6 +445,8 @@ def check_sweep_arguments(workers: int, threads_per_run: int, gpus_per_run: Opti
         raise ValueError(f"on_stale must be one of {STALE_CHOICES}, got {on_stale!r}")
     if hours is not None and not (hours > 0 and math.isfinite(hours)):
         raise ValueError(f"hours must be a number > 0, got {hours}")
+    if order not in RUN_ORDERS:
+        raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
 
 
 def _run_on_ray(pending: list[Run], job: Job, workers: int, address: Optional[str], threads: int,
