@@ -222,6 +222,8 @@ class Seq2Seq(nn.Module):
             h, c = cell(x, (state.h[k], state.c[k]))
             hs.append(h)
             cs.append(c)
+            # the input of the next layer; after the last layer it is not used, but its dropout mask is still
+            # drawn: skipping it would shift the random stream, and so every stored run's numbers
             x = self.dropout(h)
         top = hs[-1]
         attention = self.eval_attention if self.eval_attention is not None and not self.training else self.attention
