@@ -34,7 +34,8 @@ def test_a_claim_can_be_contradicted_and_an_idle_intervention_is_not_tested():
     assert claims["+Entropy lowers the entropy per token (Table I)"]["verdict"] == "✓"
     idle = claims["+Entropy beats +L∞ (Table I)"]
     assert idle["verdict"] == "not tested" and "+L∞ did not move its max_weight" in idle["reason"]
-    assert claims["+Coverage beats NMT (Table I)"]["verdict"] == "not tested"  # not run
+    missing = claims["+Coverage beats NMT (Table I)"]
+    assert missing["verdict"] == "not tested" and missing["reason"] == "+Coverage or NMT has no stored run"
 
 
 def test_alignment_claims_wait_for_aligners_that_read_their_source():

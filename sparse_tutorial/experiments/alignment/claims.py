@@ -60,7 +60,7 @@ def judge(evidence: dict[tuple[str, str], Evidence], controls: dict[str, Any]) -
         found = evidence.get((comparison.a, comparison.b))
         failing = [arm for arm in (comparison.a, comparison.b) if not controls.get(arm, {}).get("passes")]
         if found is None:
-            judged[name] = (comparison.claim, NotTested(f"{comparison.a} or {comparison.b} was not run"))
+            judged[name] = (comparison.claim, NotTested(f"{comparison.a} or {comparison.b} has no stored run"))
         elif failing:
             judged[name] = (comparison.claim, NotTested(
                 "the aligners fail their controls (they must read their source and leave uniform attention): "

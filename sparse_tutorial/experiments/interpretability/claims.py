@@ -97,7 +97,7 @@ def judge(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         family[f"Table 1, {where}: sparsemax spreads the inputs' influence on h_p as much as softmax"] = (
             claim, compare(item_statistics(sparsemax, "entropy_intermediate"),
                            item_statistics(softmax, "entropy_intermediate"), score=ratio_score, what="H̃(g_h)")
-            if sparsemax and softmax else NotTested("sparsemax or softmax was not run"))
+            if sparsemax and softmax else NotTested("sparsemax or softmax has no stored run"))
 
         family[f"Table 2, {where}: λ correlates negatively with the entropy of gradient importance"] = (
             Claim("Table 2: Kendall τ of λ with H̃(g_ŷ)", kind="less", paper_effect=PAPER_TABLE_2.get((task, encoder)),

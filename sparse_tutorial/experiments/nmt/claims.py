@@ -109,7 +109,7 @@ def judge(evidence: dict[tuple[str, str, str], Evidence], mechanisms: dict[str, 
         found = evidence.get((comparison.a, comparison.b, comparison.measure))
         idle = idle_interventions(comparison.a, comparison.b, comparison.measure, mechanisms)
         if found is None:
-            judged[name] = (comparison.claim, NotTested(f"{comparison.a} or {comparison.b} was not run"))
+            judged[name] = (comparison.claim, NotTested(f"{comparison.a} or {comparison.b} has no stored run"))
         elif idle:
             judged[name] = (comparison.claim, NotTested(
                 "the intervention did not act: " + ", ".join(f"{arm} did not move its {mechanisms[arm]['measure']}"

@@ -135,7 +135,7 @@ def judge(runs: Runs, lead: dict[str, list[float]]) -> dict[str, dict[str, Any]]
         found = evidence(runs, lead, a, b, measure)
         idle = [] if b in lead else idle_interventions(a, b, measure, mechanisms)
         if found is None:
-            judged[name] = (claim, NotTested(f"{a} or {b} was not run"))
+            judged[name] = (claim, NotTested(f"{a} or {b} has no stored run"))
         elif idle:
             judged[name] = (claim, NotTested("the intervention did not act: " + ", ".join(
                 f"{system} did not move its {mechanisms[system]['measure']}" for system in idle),
