@@ -125,7 +125,7 @@ class Run:
 
     @property
     def arm(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
-        """What the run trains, less its seed: runs of one arm differ by their ``seed`` only."""
+        """The run less its seed (what it trains); the runs of one arm differ by their ``seed`` only."""
         return self.kind, tuple(item for item in self.config if item[0] != "seed")
 
     def as_dict(self) -> dict[str, Any]:
