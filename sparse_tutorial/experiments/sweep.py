@@ -295,7 +295,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
         on_stale: one of :data:`STALE_CHOICES`, for records made by other code.
         hours: start no run after this many hours (the runs under way finish and are stored): a grid longer
             than a session (a Colab runtime, a cluster job) is trained over several calls.
-        order: one of :data:`RUN_ORDERS`: the order the runs train in (:func:`in_order`); the results keep
+        order: one of :data:`RUN_ORDERS`: the order the runs train in; the results keep
             the order of ``runs``.
 
     Raises:
@@ -316,7 +316,7 @@ def run_sweep(runs: Sequence[Run], execute: Callable[[Run], dict], *, workers: i
     if run_dir is not None:
         run_dir = writable_directory(run_dir, "the runs folder")
     identity = dict(identity or {})
-    unique = in_order(list(dict.fromkeys(runs)), order)
+    unique = _in_order(list(dict.fromkeys(runs)), order)
     records = {run: None for run in unique} if fresh else _reusable(run_dir, unique, identity, on_stale)
     bar = tqdm(total=len(unique), initial=sum(r is not None for r in records.values()), desc=description,
                unit="run", disable=not progress)
@@ -421,11 +421,10 @@ def _remove_checkpoints(run_dir: Path, run: Run) -> None:
         path.unlink(missing_ok=True)
 
 
-def in_order(runs: Sequence[Run], order: str) -> list[Run]:
-    """``runs`` in one of the :data:`RUN_ORDERS`: as given (``grid``), or grouped by :attr:`Run.arm` (``arm``),
-    each arm where its first run was and its runs in their order."""
-    if order not in RUN_ORDERS:
-        raise ValueError(f"order must be one of {RUN_ORDERS}, got {order!r}")
+def _in_order(runs: Sequence[Run], order: str) -> list[Run]:
+    """``runs`` in one of the :data:`RUN_ORDERS` (checked by :func:`check_sweep_arguments`): as given
+    (``grid``), or grouped by :attr:`Run.arm` (``arm``), each arm where its first run was and its runs in
+    their order."""
     if order == "grid":
         return list(runs)
     first: dict[tuple, int] = {}
