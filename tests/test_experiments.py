@@ -74,6 +74,7 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
     assert {arm: row["seeds"] for arm, row in out["table"].items()} == {
         "NMT": 3, "+Sparsemax": 3, "+Entropy": 3, "+Temp 0.1": 3, "+Temp 0.4": 1, "λ = 0.08": 3}
     assert out["table"]["+Sparsemax"]["zero_share"]["mean"] >= 0 and out["table"]["NMT"]["zero_share"]["mean"] == 0
+    assert [row["seed"] for row in out["per_seed"]["NMT"]] == [0, 1, 2] and [row["seed"] for row in out["per_seed"]["+Temp 0.4"]] == [0]
     # one budget for every system: no early stopping
     assert all(len(run["dev_bleu"]) == tiny.epochs for seeded in out["training"].values() for run in seeded)
     assert set(out["training_speed"]) == set(tiny.systems) and out["training_speed"]["NMT"]["overhead"] == 0

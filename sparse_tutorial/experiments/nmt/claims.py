@@ -80,8 +80,9 @@ MECHANISMS: dict[str, tuple[str, str, int]] = {
     "λ = 0.04": ("entropy", "NMT", -1), "λ = 0.08": ("entropy", "NMT", -1),
 }
 """What each intervention should change, against which control, and in which direction: ``{arm: (measure,
-control, sign)}``. Gumbel-softmax acts in training only (its test attention is a plain softmax), so it has
-no test-time measure and its claim is judged without this precondition."""
+control, sign)}``. Gumbel-softmax adds its noise in training only (its test attention is a plain softmax), so
+no test-time measure was fixed for it before the run and its claim is judged without this precondition;
+chapter 9 shows what the noise did to the stored systems' test attention."""
 
 
 def mechanism_table(evidence: dict[tuple[str, str, str], Evidence]) -> dict[str, dict[str, Any]]:

@@ -63,10 +63,13 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
     sizes = SIZES[profile]
     data = data if data is not None else translation_corpus(sizes.corpus)
     systems: dict[str, list[dict[str, Any]]] = {}
+    seeds_of: dict[str, list[int]] = {}
     single: dict[str, dict[str, Any]] = {}
     for run, result in sorted(zip(runs, results), key=lambda pair: pair[0].get("seed", 0)):
         if run.kind == "system":
-            systems.setdefault(arm_name(System(**{f.name: run[f.name] for f in fields(System)})), []).append(result)
+            arm = arm_name(System(**{f.name: run[f.name] for f in fields(System)}))
+            systems.setdefault(arm, []).append(result)
+            seeds_of.setdefault(arm, []).append(run["seed"])
         else:
             single[run.kind] = result
     references = [p.references for p in data.test]
@@ -86,8 +89,8 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
     found = {key: e for key in wanted if (e := evidence(*key)) is not None}
     mechanisms = mechanism_table(found)
 
-    per_seed = {arm: [{**r["metrics"], **converged(r["epochs"]["dev_bleu"])} for r in seeded]
-                for arm, seeded in systems.items()}
+    per_seed = {arm: [{"seed": seed, **r["metrics"], **converged(r["epochs"]["dev_bleu"])}
+                      for seed, r in zip(seeds_of[arm], seeded)] for arm, seeded in systems.items()}
     table = {arm: {"seeds": len(rows), **{key: mean_std([row[key] for row in rows])
                                           for key in ("bleu", "chrf", "entropy_per_token", "zero_share", "max_weight",
                                                       "sink_share_first", "sink_share_last", "repeated_bigrams",
