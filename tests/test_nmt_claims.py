@@ -5,7 +5,7 @@ import pytest
 
 from sparse_tutorial.experiments.alignment import claims as alignment_claims
 from sparse_tutorial.experiments.inference import aer_score, bleu_statistics, bleu_score, compare, ratio_score
-from sparse_tutorial.experiments.nmt.claims import CLAIMS, MECHANISMS, judge, mechanism_table
+from sparse_tutorial.experiments.nmt.claims import CLAIMS, EXPLORATORY, MECHANISMS, exploratory_table, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.results import converged
 
 REFERENCES = [[f"and god said let there be light number {i} ."] for i in range(60)]
@@ -36,6 +36,18 @@ def test_a_claim_can_be_contradicted_and_an_idle_intervention_is_not_tested():
     assert idle["verdict"] == "not tested" and "+L∞ did not move its max_weight" in idle["reason"]
     missing = claims["+Coverage beats NMT (Table I)"]
     assert missing["verdict"] == "not tested" and missing["reason"] == "+Coverage or NMT has no stored run"
+
+
+def test_our_own_comparisons_get_intervals_and_no_verdict():
+    """The delayed-penalty remedy is ours: its differences are stored with intervals, outside the claims."""
+    delayed, control, measure = EXPLORATORY["+Entropy from epoch 3 against NMT"]
+    evidence = {(delayed, control, measure): compare(bleu_arm(GOOD), bleu_arm(POOR), score=bleu_score)}
+    table = exploratory_table(evidence)
+    assert set(table) == {"+Entropy from epoch 3 against NMT"}  # the other needs +Entropy's runs
+    row = table["+Entropy from epoch 3 against NMT"]
+    assert row["effect"] > 0 and row["ci95"][0] <= row["effect"] <= row["ci95"][1] and "verdict" not in row
+    assert not set(EXPLORATORY) & set(CLAIMS)
+    assert set(judge(evidence, mechanism_table(evidence))) == set(CLAIMS)
 
 
 def test_alignment_claims_wait_for_aligners_that_read_their_source():

@@ -85,6 +85,21 @@ no test-time measure was fixed for it before the run and its claim is judged wit
 chapter 9 shows what the noise did to the stored systems' test attention."""
 
 
+EXPLORATORY: dict[str, tuple[str, str, str]] = {
+    "+Entropy from epoch 3 against NMT": ("+Entropy from epoch 3", "NMT", "bleu"),
+    "+Entropy from epoch 3 against +Entropy": ("+Entropy from epoch 3", "+Entropy", "bleu"),
+}
+"""Our own comparisons, not the paper's, named after the runs had begun: ``{name: (arm A, arm B, measure)}``.
+They are shown with their intervals and never judged (no verdict, outside the Holm family of :func:`judge`)."""
+
+
+def exploratory_table(evidence: dict[tuple[str, str, str], Evidence]) -> dict[str, dict[str, Any]]:
+    """The :data:`EXPLORATORY` differences the runs allow: ``{name: {a, b, measure, effect, ci95, seeds}}``."""
+    return {name: {"a": a, "b": b, "measure": measure, "effect": found.effect, "ci95": list(found.ci95),
+                   "seeds": list(found.seeds)}
+            for name, (a, b, measure) in EXPLORATORY.items() if (found := evidence.get((a, b, measure))) is not None}
+
+
 def mechanism_table(evidence: dict[tuple[str, str, str], Evidence]) -> dict[str, dict[str, Any]]:
     """Each intervention's own measure against its control: ``{arm: {measure, control, effect, ci95,
     acted}}`` from ``evidence[(arm, control, measure)]``."""

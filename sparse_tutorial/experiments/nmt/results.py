@@ -2,7 +2,8 @@
 
 Table I per seed and averaged, how each system converged (dev BLEU per epoch, the best epoch, whether the
 last epochs still gained), what each intervention did to its own mechanism measure (:data:`~sparse_tutorial.
-experiments.nmt.claims.MECHANISMS`, with seed-and-verse intervals), the λ sweep, training speed, examples,
+experiments.nmt.claims.MECHANISMS`, with seed-and-verse intervals), our own unjudged comparisons
+(:data:`~sparse_tutorial.experiments.nmt.claims.EXPLORATORY`), the λ sweep, training speed, examples,
 heatmaps, and in ``checks`` the headline numbers and every claim judged by the inference standard
 (:mod:`~sparse_tutorial.experiments.nmt.claims`). Nothing here changes
 what a run computes, so editing this module never makes stored runs stale.
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from sparse_tutorial.experiments.inference import MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score
-from sparse_tutorial.experiments.nmt.claims import CLAIMS, MECHANISMS, judge, mechanism_table
+from sparse_tutorial.experiments.nmt.claims import CLAIMS, EXPLORATORY, MECHANISMS, exploratory_table, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.data import TranslationData, translation_corpus
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, Sizes, System
 from sparse_tutorial.experiments.runner import mean_std, rounded
@@ -86,6 +87,7 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
 
     wanted = {(c.a, c.b, c.measure) for c in CLAIMS.values()}
     wanted |= {(arm, control, measure) for arm, (measure, control, _) in MECHANISMS.items()}
+    wanted |= set(EXPLORATORY.values())
     found = {key: e for key in wanted if (e := evidence(*key)) is not None}
     mechanisms = mechanism_table(found)
 
@@ -105,6 +107,7 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         "table": table, "per_seed": per_seed,
         "training": {arm: [r["epochs"] for r in seeded] for arm, seeded in systems.items()},
         "mechanism": mechanisms,
+        "exploratory": exploratory_table(found),
         "examples": [{"source": data.detokenize(pair.source), "reference": pair.references[0],
                       **{arm: seeded[0]["outputs"][k] for arm, seeded in systems.items() if arm in SYSTEMS}}
                      for k, pair in enumerate(data.test[:n_examples])],
