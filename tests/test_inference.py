@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparse_tutorial.experiments.inference import (
-    Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family, ratio_score, verdict,
+    VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family,
+    ratio_score, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
 
@@ -36,7 +37,32 @@ def test_every_kind_of_claim_can_come_out_every_way(kind, a, b, margin, expected
     assert result["verdict"] == expected, result
     assert result["p"] <= result["p_holm"] <= 1 and len(result["ci95"]) == 2 and result["seeds"] == [3, 3]
     # a chapter re-derives every stored verdict from the stored numbers
-    assert verdict(**{key: result[key] for key in ("kind", "effect", "ci95", "p_holm", "margin")}) == expected
+    assert verdict(**{key: result[key] for key in VERDICT_FIELDS}) == expected
+
+
+def test_a_contradiction_of_a_margin_claim_is_judged_as_firmly_as_a_support():
+    """Three seeds ahead by 2, 21 and 2.5 against a margin of 0.5 (chapter 9's λ = 0.005 against λ = 0.01):
+    the hierarchical bootstrap's interval lies beyond the margin, but the seeds disagree too much for their
+    own test, so "on par" is not contradicted; seeds that agree contradict it, unless the family is large."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 1.0, 300)
+
+    def arm(seed_means: list[float]) -> np.ndarray:
+        return np.stack([np.stack([m + base + rng.normal(0, 0.1, 300), np.ones(300)], axis=-1) for m in seed_means])
+
+    on_par = Claim("p", kind="equivalent", margin=0.5)
+    spread = compare(arm([2.0, 21.0, 2.5]), arm([0.0, 0.0, 0.0]))
+    assert spread.ci95[0] > 0.5  # the bootstrap alone would call it a contradiction
+    result = judge_family({"c": (on_par, spread)})["c"]
+    assert result["verdict"] == "?" and result["p_against_corrected"] >= 0.05
+    agreeing = compare(arm([2.0, 2.2, 2.5]), arm([0.0, 0.0, 0.0]))
+    assert judge_family({"c": (on_par, agreeing)})["c"]["verdict"] == "✗"
+    family = {f"c{k}": (on_par, agreeing) for k in range(200)}  # 200 claims: the correction outweighs the evidence
+    corrected = judge_family(family)["c0"]
+    assert corrected["p_against_corrected"] == pytest.approx(min(1.0, 200 * corrected["p_against"]))
+    assert corrected["verdict"] == "?"
+    directional = judge_family({"c": (Claim("p"), agreeing)})["c"]
+    assert directional["p_against"] is None and directional["p_against_corrected"] is None
 
 
 def test_not_tested_when_an_arm_has_fewer_than_three_seeds_or_a_precondition_fails():
@@ -145,4 +171,4 @@ def test_every_stored_claim_carries_what_the_standard_asks(name):
         assert {"effect", "ci95", "p", "p_holm", "seeds", "paper", "paper_effect"} <= set(entry), claim
         assert min(entry["seeds"]) >= MIN_SEEDS and entry["p"] <= entry["p_holm"] <= 1, claim
         assert (entry["margin"] is not None) == (entry["kind"] not in ("greater", "less")), claim
-        assert entry["verdict"] == verdict(**{key: entry[key] for key in ("kind", "effect", "ci95", "p_holm", "margin")})
+        assert entry["verdict"] == verdict(**{key: entry[key] for key in VERDICT_FIELDS})

@@ -4,18 +4,21 @@ fixed before the run, Holm's correction, and "not tested" where a claim cannot b
 A **claim** (:class:`Claim`) is fixed before the run: what the paper says, its effect where it gives one,
 and the claim's kind with, for the kinds that need one, its **margin** δ (in the measure's unit):
 
-=================  =========================  ==========================  ============================
+=================  =========================  ==========================  ==================================
 kind               the paper says             ✓ when                      ✗ when
-=================  =========================  ==========================  ============================
+=================  =========================  ==========================  ==================================
 ``greater``        A beats B                  effect > 0 and p_holm < α   effect < 0 and p_holm < α
 ``less``           A is below B               effect < 0 and p_holm < α   effect > 0 and p_holm < α
-``equivalent``     A is on par with B         p_holm < α (TOST, ±δ)       the 95 % interval lies
-                                                                          outside [−δ, δ]
-``not_greater``    A is no better than B      p_holm < α (effect < δ)     the interval lies above δ
-``not_less``       A does not hurt            p_holm < α (effect > −δ)    the interval lies below −δ
-=================  =========================  ==========================  ============================
+``equivalent``     A is on par with B         p_holm < α (TOST, ±δ)       p_against_corrected < α (|effect|
+                                                                          > δ, two-sided)
+``not_greater``    A is no better than B      p_holm < α (effect < δ)     p_against_corrected < α (effect > δ)
+``not_less``       A does not hurt            p_holm < α (effect > −δ)    p_against_corrected < α (effect < −δ)
+=================  =========================  ==========================  ==================================
 
-and **?** otherwise. **not tested** is computed before any test, when a precondition fails: an arm has
+and **?** otherwise. A contradiction is judged as firmly as a support: for a margin kind, ✗ needs its own
+test, that the difference lies beyond the margin on the side the claim rules out (:func:`p_against`, seeds
+and items as for ``p``), corrected for the family's tested claims (Bonferroni, which Holm's step-down never
+undercuts: ``p_against_corrected``). **not tested** is computed before any test, when a precondition fails: an arm has
 fewer than :data:`MIN_SEEDS` trained seeds, the intervention did not measurably act (its mechanism measure
 did not move beyond its interval), the measure sits at a bound, or the test set is below its stated size.
 
@@ -335,6 +338,25 @@ def p_value(claim: Claim, evidence: Evidence) -> float:
     return max(ps)
 
 
+def p_against(claim: Claim, evidence: Evidence) -> float | None:
+    """For a margin kind, the p of what contradicts the claim: the difference beyond the margin on the side
+    the claim rules out (``equivalent``: either side, two-sided); the larger of the bootstrap's and the
+    seed-level test's, as in :func:`p_value`. ``None`` for ``greater`` and ``less``, whose ✗ is their own
+    two-sided test."""
+    if claim.kind in ("greater", "less"):
+        return None
+    margin = claim.margin or 0.0
+    above = (margin, "greater")
+    below = (-margin, "less")
+    shift, alternative = {"not_greater": above, "not_less": below,
+                          "equivalent": above if evidence.effect >= 0 else below}[claim.kind]
+    ps = [_bootstrap_p(evidence.samples, evidence.effect, shift, alternative)]
+    seed_p = _seed_p(evidence.seed_level, shift, alternative)
+    if seed_p is not None:
+        ps.append(seed_p)
+    return min(1.0, max(ps) * (2 if claim.kind == "equivalent" else 1))
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (same order as given; each ≤ 1)."""
     order = np.argsort(p_values)
@@ -346,11 +368,13 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
-def verdict(kind: str, effect: float, ci95: Sequence[float], p_holm: float, margin: float | None = None) -> str:
+VERDICT_FIELDS = ("kind", "effect", "p_holm", "p_against_corrected")
+"""What :func:`verdict` reads from a judged claim's stored entry."""
+
+
+def verdict(kind: str, effect: float, p_holm: float, p_against_corrected: float | None = None) -> str:
     """✓ / ✗ / ? by the rule of the module docstring, from what a judged claim stores (so a chapter can
-    check every stored verdict: ``verdict(**{k: entry[k] for k in ("kind", "effect", "ci95", "p_holm",
-    "margin")})``)."""
-    low, high = ci95
+    check every stored verdict: ``verdict(**{k: entry[k] for k in VERDICT_FIELDS})``)."""
     significant = p_holm < ALPHA
     if kind in ("greater", "less"):
         if not significant or effect == 0:
@@ -358,10 +382,7 @@ def verdict(kind: str, effect: float, ci95: Sequence[float], p_holm: float, marg
         return "✓" if (effect > 0) == (kind == "greater") else "✗"
     if significant:
         return "✓"
-    margin = margin or 0.0
-    contradicted = {"equivalent": low > margin or high < -margin, "not_greater": low > margin,
-                    "not_less": high < -margin}[kind]
-    return "✗" if contradicted else "?"
+    return "✗" if p_against_corrected is not None and p_against_corrected < ALPHA else "?"
 
 
 def seeds_precondition(evidence: Evidence) -> NotTested | None:
@@ -403,8 +424,9 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
 
     Returns:
         ``{name: entry}``, each entry with ``verdict``, ``kind``, ``effect``, ``ci95``, ``p``, ``p_holm``,
-        ``seeds``, ``margin``, ``paper``, ``paper_effect``, ``unit``, ``test`` and ``seed_level``; a
-        "not tested" entry has ``reason`` and ``details`` instead, and no p.
+        ``p_against`` and ``p_against_corrected`` (``None`` but for the margin kinds), ``seeds``, ``margin``,
+        ``paper``, ``paper_effect``, ``unit``, ``test`` and ``seed_level``; a "not tested" entry has
+        ``reason`` and ``details`` instead, and no p.
     """
     tested: dict[str, tuple[Claim, Evidence]] = {}
     out: dict[str, dict[str, Any]] = {}
@@ -415,15 +437,19 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
                 "unit": claim.unit}
         if isinstance(evidence, NotTested):
             out[name] = {"verdict": "not tested", **base, "reason": evidence.reason, "details": evidence.details,
-                         "effect": None, "ci95": None, "p": None, "p_holm": None, "seeds": None}
+                         "effect": None, "ci95": None, "p": None, "p_holm": None, "p_against": None,
+                         "p_against_corrected": None, "seeds": None}
         else:
             tested[name] = (claim, evidence)
             out[name] = base
     raw = {name: p_value(claim, evidence) for name, (claim, evidence) in tested.items()}
     adjusted = dict(zip(raw, holm(list(raw.values())))) if raw else {}
     for name, (claim, evidence) in tested.items():
-        out[name].update(verdict=verdict(claim.kind, evidence.effect, evidence.ci95, adjusted[name], claim.margin),
+        against = p_against(claim, evidence)
+        corrected = None if against is None else min(1.0, len(tested) * against)
+        out[name].update(verdict=verdict(claim.kind, evidence.effect, adjusted[name], corrected),
                          effect=evidence.effect,
-                         ci95=list(evidence.ci95), p=raw[name], p_holm=adjusted[name], seeds=list(evidence.seeds),
+                         ci95=list(evidence.ci95), p=raw[name], p_holm=adjusted[name], p_against=against,
+                         p_against_corrected=corrected, seeds=list(evidence.seeds),
                          test=evidence.test, seed_level=evidence.seed_level)
     return {name: {"verdict": out[name].pop("verdict"), **out[name]} for name in judged}
