@@ -9,8 +9,8 @@ kind               the paper says             ✓ when                      ✗ 
 =================  =========================  ==========================  ==================================
 ``greater``        A beats B                  effect > 0 and p_holm < α   effect < 0 and p_holm < α
 ``less``           A is below B               effect < 0 and p_holm < α   effect > 0 and p_holm < α
-``equivalent``     A is on par with B         p_holm < α (TOST, ±δ)       p_against_corrected < α (|effect|
-                                                                          > δ, two-sided)
+``equivalent``     A is on par with B         p_holm < α (TOST, ±δ)       p_against_corrected < α (effect
+                                                                          beyond ±δ, two-sided)
 ``not_greater``    A is no better than B      p_holm < α (effect < δ)     p_against_corrected < α (effect > δ)
 ``not_less``       A does not hurt            p_holm < α (effect > −δ)    p_against_corrected < α (effect < −δ)
 =================  =========================  ==========================  ==================================
