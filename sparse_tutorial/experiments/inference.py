@@ -329,13 +329,14 @@ def p_value(claim: Claim, evidence: Evidence) -> float:
     tests = {"greater": [(0.0, "two-sided")], "less": [(0.0, "two-sided")],
              "not_greater": [(claim.margin, "less")], "not_less": [(-(claim.margin or 0.0), "greater")],
              "equivalent": [(-(claim.margin or 0.0), "greater"), (claim.margin, "less")]}[claim.kind]
-    ps = []
-    for shift, alternative in tests:
-        ps.append(_bootstrap_p(evidence.samples, evidence.effect, shift, alternative))
-        seed_p = _seed_p(evidence.seed_level, shift, alternative)
-        if seed_p is not None:
-            ps.append(seed_p)
-    return max(ps)
+    return max(_larger_p(evidence, shift, alternative) for shift, alternative in tests)
+
+
+def _larger_p(evidence: Evidence, shift: float, alternative: str) -> float:
+    """The larger of the bootstrap's p and the seed-level test's (when the per-seed differences vary)."""
+    seed_p = _seed_p(evidence.seed_level, shift, alternative)
+    bootstrap_p = _bootstrap_p(evidence.samples, evidence.effect, shift, alternative)
+    return bootstrap_p if seed_p is None else max(bootstrap_p, seed_p)
 
 
 def p_against(claim: Claim, evidence: Evidence) -> float | None:
@@ -350,11 +351,7 @@ def p_against(claim: Claim, evidence: Evidence) -> float | None:
     below = (-margin, "less")
     shift, alternative = {"not_greater": above, "not_less": below,
                           "equivalent": above if evidence.effect >= 0 else below}[claim.kind]
-    ps = [_bootstrap_p(evidence.samples, evidence.effect, shift, alternative)]
-    seed_p = _seed_p(evidence.seed_level, shift, alternative)
-    if seed_p is not None:
-        ps.append(seed_p)
-    return min(1.0, max(ps) * (2 if claim.kind == "equivalent" else 1))
+    return min(1.0, _larger_p(evidence, shift, alternative) * (2 if claim.kind == "equivalent" else 1))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
