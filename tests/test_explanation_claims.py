@@ -10,10 +10,10 @@ MODELS = ("learned", "uniform_trained", "frozen_trained", "adversary_trained", "
 ATTENDS_UNLIKE = [0.6] * SEEDS  # the adversary's mean JS divergence from the base model, per seed
 
 
-def outcomes(rates: dict[str, float], seed: int = 0) -> dict[str, list[list[int]]]:
-    """Per name, per seed, a 0/1 outcome per sentence, 1 with probability ``rates[name]``."""
+def outcomes(rates: dict[str, float], seed: int = 0, seeds: int = SEEDS) -> dict[str, list[list[int]]]:
+    """Per name, per trained seed, a 0/1 outcome per sentence, 1 with probability ``rates[name]``."""
     generator = np.random.default_rng(seed)
-    return {name: (generator.random((SEEDS, SENTENCES)) < rate).astype(int).tolist() for name, rate in rates.items()}
+    return {name: (generator.random((seeds, SENTENCES)) < rate).astype(int).tolist() for name, rate in rates.items()}
 
 
 def nearly_the_same(names: tuple[str, ...], rate: float, toggled: int = 2, seeds: int = SEEDS
@@ -42,9 +42,15 @@ def test_what_the_papers_claim_comes_out_supported():
 
 
 def test_the_opposite_comes_out_contradicted():
-    correct = outcomes(dict(learned=0.85, uniform_trained=0.70, frozen_trained=0.55, adversary_trained=0.60,
-                            encoder_free_frozen=0.55, encoder_free_uniform=0.75))
-    assert verdicts(correct, outcomes(dict(attention=0.02, random=0.15))) == ["✗"] * 5
+    """A ✗ needs its own test across seeds, corrected over the five claims (for "as accurate", the
+    difference beyond the margin; issue 30's rule): five seeds make these clear contradictions firm, where
+    three leave some of them open (the seed-level t-test has 2 degrees of freedom)."""
+    rates = dict(learned=0.85, uniform_trained=0.70, frozen_trained=0.55, adversary_trained=0.60,
+                 encoder_free_frozen=0.55, encoder_free_uniform=0.75)
+    for data_seed in range(3):
+        correct = outcomes(rates, data_seed, seeds=5)
+        flips = outcomes(dict(attention=0.02, random=0.15), data_seed, seeds=5)
+        assert verdicts(correct, flips, [0.6] * 5) == ["✗"] * 5
 
 
 def test_differences_too_small_to_resolve_leave_the_claims_open_and_equal_arms_on_par():
