@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparse_tutorial.experiments.inference import (
-    VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm, judge_family,
-    ratio_score, verdict,
+    ALPHA, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
+    judge_family, ratio_score, seed_test, t_needed, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
 
@@ -80,6 +80,29 @@ def test_seeds_are_the_unit_a_seed_spread_larger_than_the_effect_is_not_signific
     evidence = compare(*arms(0.2, 0.0, items=3000, seed_sd=1.0, rng_seed=3))
     result = judge_family({"c": (Claim("p"), evidence)})["c"]
     assert result["verdict"] == "?" and result["seed_level"]["ci95"][0] < 0 < result["seed_level"]["ci95"][1]
+
+
+@pytest.mark.parametrize("kind, a, b, margin", [
+    ("greater", 0.3, 0.0, None), ("less", 0.3, 0.0, None), ("not_greater", -0.4, 0.0, 0.5),
+    ("not_less", 0.0, 0.2, 0.5), ("equivalent", 0.1, 0.0, 0.5), ("equivalent", -0.2, 0.0, 0.5)])
+def test_the_seed_test_of_a_stored_claim_is_the_seeds_part_of_its_p(kind, a, b, margin):
+    """seed_test recomputes, from a stored claim alone, the paired t over seeds that p_value took; a p at
+    t_needed's t is the p asked for; and p is never below the seeds' p."""
+    result = judge_family({"c": (Claim("p", kind=kind, margin=margin),
+                                 compare(*arms(a, b, seed_sd=0.1, rng_seed=1)))})["c"]
+    t, seeds_p = seed_test(result["kind"], result["margin"], result["seed_level"])
+    assert seeds_p <= result["p"] * 1.001
+    assert abs(t_needed(seeds_p, 3, kind)) == pytest.approx(abs(t), rel=1e-6)
+    assert seed_test(kind, margin, {**result["seed_level"], "se": None}) is None
+
+
+def test_three_seeds_must_agree_almost_exactly_to_pass_holms_first_step_over_many_claims():
+    first_step = ALPHA / 17
+    assert t_needed(first_step, 3, "greater") == pytest.approx(18.4, abs=0.05)
+    assert t_needed(first_step, 3, "not_greater") == pytest.approx(13.0, abs=0.05)
+    assert t_needed(first_step, 10, "greater") < t_needed(first_step, 5, "greater") < 7
+    with pytest.raises(ValueError, match="2 seeds"):
+        t_needed(first_step, 1, "greater")
 
 
 def test_holm_adjusts_step_down():

@@ -322,14 +322,41 @@ def _bootstrap_p(samples: np.ndarray, effect: float, shift: float, alternative: 
     return float((np.sum(beyond) + 1) / (n + 1))
 
 
+def _claim_tests(kind: str, margin: float | None) -> list[tuple[float, str]]:
+    """The ``(shift, alternative)`` tests whose p a claim of ``kind`` takes: two-sided against 0 for
+    ``greater`` and ``less``, one-sided against ±δ for the margin kinds (``equivalent``: both, TOST)."""
+    margin = margin or 0.0
+    return {"greater": [(0.0, "two-sided")], "less": [(0.0, "two-sided")],
+            "not_greater": [(margin, "less")], "not_less": [(-margin, "greater")],
+            "equivalent": [(-margin, "greater"), (margin, "less")]}[kind]
+
+
 def p_value(claim: Claim, evidence: Evidence) -> float:
     """The claim's p: the larger of the bootstrap's and the seed-level test's (the paired t's is ``None``,
     and then ignored, only when the per-seed differences do not vary); for the margin kinds the p of their
     one-sided tests against ±δ (``equivalent``: the larger of both, TOST)."""
-    tests = {"greater": [(0.0, "two-sided")], "less": [(0.0, "two-sided")],
-             "not_greater": [(claim.margin, "less")], "not_less": [(-(claim.margin or 0.0), "greater")],
-             "equivalent": [(-(claim.margin or 0.0), "greater"), (claim.margin, "less")]}[claim.kind]
-    return max(_larger_p(evidence, shift, alternative) for shift, alternative in tests)
+    return max(_larger_p(evidence, shift, alternative) for shift, alternative in _claim_tests(claim.kind, claim.margin))
+
+
+def seed_test(kind: str, margin: float | None, seed_level: dict[str, Any]) -> tuple[float, float] | None:
+    """A judged claim's paired t-test over seeds alone, from its stored fields: ``(t, p)`` of the test that
+    gives :func:`p_value` its seeds' part (``equivalent``: the weaker of its two one-sided tests), ``t``
+    being the difference minus the test's shift (0 or ±δ) over its standard error. ``None`` when the
+    per-seed differences do not vary."""
+    if seed_level.get("se") is None:
+        return None
+    tests = [((seed_level["difference"] - shift) / seed_level["se"], _seed_p(seed_level, shift, alternative))
+             for shift, alternative in _claim_tests(kind, margin)]
+    return max(tests, key=lambda test: test[1])
+
+
+def t_needed(p: float, seeds: int, kind: str) -> float:
+    """The absolute t a paired t-test over ``seeds`` seeds must reach for its p to fall to ``p``, tested as
+    :func:`p_value` tests a claim of ``kind`` (two-sided for ``greater`` and ``less``, else one-sided).
+    Holm's first step over 17 claims (``p = 0.05 / 17``) asks three seeds for 18.4 two-sided, 13.0 one-sided."""
+    if seeds < 2:
+        raise ValueError(f"a paired t-test needs at least 2 seeds, got {seeds}")
+    return float(stats.t.isf(p / (2 if kind in ("greater", "less") else 1), seeds - 1))
 
 
 def _larger_p(evidence: Evidence, shift: float, alternative: str) -> float:
