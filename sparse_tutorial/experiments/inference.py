@@ -301,11 +301,16 @@ def paired_t(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]
     return {**out, "ci95": [out["difference"] - half, out["difference"] + half], "df": float(df), "se": se}
 
 
+def _seed_t(seed_level: dict[str, Any], shift: float) -> float:
+    """The paired t over seeds of H0 ``difference = shift``."""
+    return (seed_level["difference"] - shift) / seed_level["se"]
+
+
 def _seed_p(seed_level: dict[str, Any], shift: float, alternative: str) -> float | None:
     """p of the paired t for H0 ``difference = shift`` (two-sided) or one-sided (``"greater"``/``"less"``)."""
     if seed_level["se"] is None:
         return None
-    t = (seed_level["difference"] - shift) / seed_level["se"]
+    t = _seed_t(seed_level, shift)
     df = seed_level["df"]
     if alternative == "two-sided":
         return float(2 * stats.t.sf(abs(t), df))
@@ -335,7 +340,8 @@ def p_value(claim: Claim, evidence: Evidence) -> float:
     """The claim's p: the larger of the bootstrap's and the seed-level test's (the paired t's is ``None``,
     and then ignored, only when the per-seed differences do not vary); for the margin kinds the p of their
     one-sided tests against ±δ (``equivalent``: the larger of both, TOST)."""
-    return max(_larger_p(evidence, shift, alternative) for shift, alternative in _claim_tests(claim.kind, claim.margin))
+    tests = _claim_tests(claim.kind, claim.margin)
+    return max(_larger_p(evidence, shift, alternative) for shift, alternative in tests)
 
 
 def seed_test(kind: str, margin: float | None, seed_level: dict[str, Any]) -> tuple[float, float] | None:
@@ -345,7 +351,7 @@ def seed_test(kind: str, margin: float | None, seed_level: dict[str, Any]) -> tu
     per-seed differences do not vary."""
     if seed_level.get("se") is None:
         return None
-    tests = [((seed_level["difference"] - shift) / seed_level["se"], _seed_p(seed_level, shift, alternative))
+    tests = [(_seed_t(seed_level, shift), _seed_p(seed_level, shift, alternative))
              for shift, alternative in _claim_tests(kind, margin)]
     return max(tests, key=lambda test: test[1])
 
