@@ -3,19 +3,21 @@
 Chapters call :func:`set_style` once in their setup cell, so every figure of the book shares fonts, sizes
 and colours; :func:`attention_heatmap` draws a ``(tgt_len, src_len)`` weight matrix with the tokens on
 the axes (chapter 1 introduces it, chapters 9–12 use it on trained models); :func:`plot_distributions`
-draws several attention vectors over the same positions side by side (chapters 4–6).
+draws several attention vectors over the same positions side by side (chapters 4–6); :func:`mark_links`
+outlines the cells of gold alignment links on a heatmap (chapter 9).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import torch
 from matplotlib.axes import Axes
+from matplotlib.patches import Rectangle
 
-__all__ = ["set_style", "attention_heatmap", "plot_distributions", "ATTENTION_CMAP", "PALETTE"]
+__all__ = ["set_style", "attention_heatmap", "mark_links", "plot_distributions", "ATTENTION_CMAP", "PALETTE"]
 
 PALETTE = "colorblind"
 """Colour palette of every figure, static (seaborn) and interactive (:mod:`sparse_tutorial.interactive`)."""
@@ -124,6 +126,37 @@ def attention_heatmap(
     ax.tick_params(axis="y", labelrotation=0)
     if title is not None:
         ax.set_title(title)
+    return ax
+
+
+def mark_links(
+    ax: Axes,
+    links: Collection[tuple[int, int]],
+    linestyle: str = "-",
+    color: str = "tab:red",
+    label: str | None = None,
+) -> Axes:
+    """Outline the cells of alignment links on a heatmap drawn by :func:`attention_heatmap`, so a reader
+    sees whether the attention falls on them.
+
+    Args:
+        ax: axes holding a ``(tgt_len, src_len)`` heatmap.
+        links: ``(source j, target i)`` pairs, the order of ``sparse_tutorial.metrics.Alignment``
+            (e.g. the sure links of a manual alignment).
+        linestyle: outline style; e.g. ``"-"`` for sure links and ``":"`` for possible ones.
+        color: outline colour.
+        label: legend entry of the outlines (one entry, however many links).
+
+    Returns:
+        The axes drawn on.
+    """
+    src_len, tgt_len = round(max(ax.get_xlim())), round(max(ax.get_ylim()))
+    for k, (j, i) in enumerate(sorted(links)):
+        if not (0 <= j < src_len and 0 <= i < tgt_len):
+            raise ValueError(f"link (source {j}, target {i}) lies outside the heatmap's "
+                             f"{tgt_len} rows and {src_len} columns")
+        ax.add_patch(Rectangle((j, i), 1, 1, fill=False, edgecolor=color, linestyle=linestyle, linewidth=1.5,
+                               label=label if k == 0 else None))
     return ax
 
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from sparse_tutorial.plotting import ATTENTION_CMAP, attention_heatmap, plot_distributions, set_style
+from matplotlib.patches import Rectangle
+
+from sparse_tutorial.plotting import ATTENTION_CMAP, attention_heatmap, mark_links, plot_distributions, set_style
 
 
 @pytest.fixture(autouse=True)
@@ -66,6 +68,23 @@ def test_heatmap_names_mismatched_labels():
         attention_heatmap(torch.ones(2, 3) / 3, ["a", "b", "c"], ["x"])
     with pytest.raises(ValueError, match="weights"):
         attention_heatmap(torch.ones(2, 2, 3), ["a", "b", "c"])
+
+
+def test_mark_links_outlines_source_column_and_target_row_of_each_link():
+    ax = attention_heatmap(torch.ones(2, 3) / 3, ["a", "b", "c"], ["x", "y"])
+    mark_links(ax, {(2, 0), (0, 1)}, linestyle=":", label="sure")
+    outlines = [patch for patch in ax.patches if isinstance(patch, Rectangle)]
+    assert sorted((patch.get_x(), patch.get_y()) for patch in outlines) == [(0, 1), (2, 0)]
+    assert all(not patch.get_fill() and patch.get_linestyle() == ":" for patch in outlines)
+    assert [patch.get_label() for patch in outlines].count("sure") == 1  # one legend entry
+
+
+def test_mark_links_names_a_link_outside_the_heatmap():
+    ax = attention_heatmap(torch.ones(2, 3) / 3, ["a", "b", "c"], ["x", "y"])
+    with pytest.raises(ValueError, match=r"link \(source 3, target 0\)"):
+        mark_links(ax, {(3, 0)})
+    with pytest.raises(ValueError, match=r"link \(source 0, target 2\)"):
+        mark_links(ax, {(0, 2)})
 
 
 def test_plot_distributions_draws_one_bar_group_per_vector():
