@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from sparse_tutorial.experiments.inference import (
     ALPHA, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
-    judge_family, ratio_score, seed_test, t_needed, verdict,
+    judge_family, ratio_score, seed_interval, seed_test, t_needed, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
 
@@ -80,6 +81,13 @@ def test_seeds_are_the_unit_a_seed_spread_larger_than_the_effect_is_not_signific
     evidence = compare(*arms(0.2, 0.0, items=3000, seed_sd=1.0, rng_seed=3))
     result = judge_family({"c": (Claim("p"), evidence)})["c"]
     assert result["verdict"] == "?" and result["seed_level"]["ci95"][0] < 0 < result["seed_level"]["ci95"][1]
+
+
+def test_seed_interval_is_the_t_interval_of_the_seeds_mean():
+    values = [0.599, 0.605, 0.584]
+    expected = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert seed_interval(values) == pytest.approx(list(expected), rel=1e-9)
+    assert seed_interval([0.6]) is None and seed_interval([0.6, 0.6, 0.6]) is None
 
 
 @pytest.mark.parametrize("kind, a, b, margin", [

@@ -301,6 +301,12 @@ def paired_t(values: Sequence[float], others: Sequence[float]) -> dict[str, Any]
     return {**out, "ci95": [out["difference"] - half, out["difference"] + half], "df": float(df), "se": se}
 
 
+def seed_interval(values: Sequence[float]) -> list[float] | None:
+    """The 95 % t-interval of the mean of ``values``, one per trained seed (``None`` with fewer than 2 seeds
+    or values that do not vary): a row of a results table with its seeds' uncertainty."""
+    return paired_t(values, np.zeros(len(values)))["ci95"]
+
+
 def _seed_t(seed_level: dict[str, Any], shift: float) -> float:
     """The paired t over seeds of H0 ``difference = shift``."""
     return (seed_level["difference"] - shift) / seed_level["se"]

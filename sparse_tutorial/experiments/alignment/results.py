@@ -1,11 +1,12 @@
 """``alignment.json`` from the run records of experiment ``alignment``
 (:mod:`~sparse_tutorial.experiments.alignment`).
 
-Table III per seed and averaged (AER, SAER, argmax agreement), the controls each aligner must pass (reading
-its source, leaving uniform attention), the aligners without attention, the attention of a few test verses
-next to their gold links, and in ``checks`` the headline numbers and the claims judged by the inference
-standard (:mod:`~sparse_tutorial.experiments.alignment.claims`). Nothing here changes what a run computes,
-so editing this module never makes stored runs stale.
+Table III per seed and averaged (AER, SAER, argmax agreement; AER and SAER with their seeds' 95 %
+interval), the controls each aligner must pass (reading its source, leaving uniform attention), the
+aligners without attention, the attention of a few test verses next to their gold links, and in
+``checks`` the headline numbers and the claims judged by the inference standard
+(:mod:`~sparse_tutorial.experiments.alignment.claims`). Nothing here changes what a run computes, so
+editing this module never makes stored runs stale.
 """
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from sparse_tutorial.experiments.alignment.claims import CLAIMS, alignment_contr
 from sparse_tutorial.experiments.alignment.data import Alignment, alignment_corpus
 from sparse_tutorial.experiments.alignment.training import EXAMPLES
 from sparse_tutorial.experiments.nmt.data import middling_verses
-from sparse_tutorial.experiments.inference import Evidence, aer_score, compare
+from sparse_tutorial.experiments.inference import Evidence, aer_score, compare, seed_interval
 from sparse_tutorial.experiments.runner import mean_std, rounded
 from sparse_tutorial.experiments.sweep import Run
 
 SCORES = ("aer", "saer", "argmax_agreement", "entropy_per_token", "sink_share_first", "sink_share_last", "test_nll",
           "shuffled_source_nll", "best_epoch")
 """The per-seed numbers of each aligner that the file keeps (with ``dev_nll`` per epoch)."""
+INTERVALS = ("aer", "saer")
+"""The scores kept with their 95 % interval over seeds (``ci95``): Table III's columns."""
 COUNTS = ("sure_hits", "possible_hits", "links", "sure")
 
 
@@ -58,6 +61,9 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
     evidence = {(c.a, c.b): aer_evidence(aligners[c.a], aligners[c.b])
                 for c in CLAIMS.values() if c.a in aligners and c.b in aligners}
     scores = {name: {k: mean_std([r[k] for r in seeded]) for k in SCORES} for name, seeded in aligners.items()}
+    for name, seeded in aligners.items():
+        for k in INTERVALS:
+            scores[name][k]["ci95"] = seed_interval([r[k] for r in seeded])
     nmt_aer = scores["NMT"]["aer"]["mean"] if "NMT" in scores else None
     shown = [test_pairs[i] for i in middling_verses(test_pairs, EXAMPLES)]
     return rounded({
