@@ -197,6 +197,8 @@ def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     assert set(example["attention"]) == {"NMT", "+Entropy"}
     assert len(example["attention"]["NMT"]) == len(example["target"]) and len(example["attention"]["NMT"][0]) == len(example["source"])
     assert json.loads(json.dumps(out)) == out
+    assert all(score[k]["ci95"] is None or score[k]["ci95"][0] <= score[k]["mean"] <= score[k]["ci95"][1]
+               for score in out["scores"].values() for k in ("aer", "saer"))  # each with its seeds' interval
     checks = out["checks"]
     assert checks["aer_seeds"] == 3 and set(checks["aer"]) == {"NMT", "+Entropy"}
     # the toy targets reverse their sources: the diagonal (which links i to i) is almost always wrong
