@@ -7,7 +7,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-
 from matplotlib.patches import Rectangle
 
 from sparse_tutorial.plotting import ATTENTION_CMAP, attention_heatmap, mark_links, plot_distributions, set_style
