@@ -160,13 +160,15 @@ def test_pointer_generator_matches_the_cpu():
 
 def test_the_part_iii_analyses_run_on_the_models_device_and_match_the_cpu():
     """Chapters 12-13's measures on a model on the GPU with a split on the CPU: the analyses move the split
-    to the model (:func:`on_device_of`) and give the CPU's numbers."""
+    to the model (:func:`on_device_of`) and give the CPU's numbers. In float64: in float32 cuDNN's LSTM runs in
+    TF32 by default (``torch.backends.cudnn.allow_tf32``), which moved the leave-one-out entropy by 1.6e-4 on an
+    H200, a rounding difference and not a device bug."""
     from sparse_tutorial.experiments.classification import Split
     from sparse_tutorial.experiments.explanation import erasure_flips, permutation
     from sparse_tutorial.experiments.interpretability import importance_statistics
 
     torch.manual_seed(0)
-    model = AttentionClassifier(meister_config("bilstm", 50, projection="sparsemax")).eval()
+    model = AttentionClassifier(meister_config("bilstm", 50, projection="sparsemax")).double().eval()
     generator = torch.Generator().manual_seed(4)
     ids = torch.randint(1, 50, (6, 12), generator=generator)
     mask = torch.ones(6, 12, dtype=torch.bool)
@@ -176,7 +178,7 @@ def test_the_part_iii_analyses_run_on_the_models_device_and_match_the_cpu():
     model.to(DEVICE)
     got = (importance_statistics(model, split, 3), erasure_flips(model, split), permutation(model, split))
     for key in ("entropy_gradient", "entropy_loo", "entropy_attention", "entropy_intermediate", "tau_loo"):
-        assert got[0][key] == pytest.approx(expected[0][key], abs=1e-4), key
+        assert got[0][key] == pytest.approx(expected[0][key], abs=1e-6), key
     assert {name: flips.cpu().tolist() for name, flips in got[1].items()} == \
         {name: flips.tolist() for name, flips in expected[1].items()}
-    assert got[2]["median_output_change"] == pytest.approx(expected[2]["median_output_change"], abs=1e-4)
+    assert got[2]["median_output_change"] == pytest.approx(expected[2]["median_output_change"], abs=1e-6)

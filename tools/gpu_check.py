@@ -354,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter-seconds", type=float, default=300.0,
                         help="how long the chapters may take together (default 300)")
     parser.add_argument("--chapter", action="append", type=Path, default=None,
-                        help="a chapter to execute (repeat it; in this order); default: every chapter, in book order")
+                        help="a chapter to execute (repeat it; in this order; the other chapters' results are kept, each "
+                             "with its date); default: every chapter, in book order")
     parser.add_argument("--chapter-workers", type=int, default=CHAPTER_WORKERS,
                         help=f"chapters executed at a time (default {CHAPTER_WORKERS})")
     parser.add_argument("--pipeline-seconds", type=float, default=300.0,
@@ -392,7 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(report, indent=1) + "\n")
     if "chapters" in parts:
         chosen = [path.resolve() for path in args.chapter] if args.chapter else None
-        report["chapters"] = {**measured, **chapters(args.out, args.chapter_seconds, args.chapter_workers, chosen)}
+        ran = chapters(args.out, args.chapter_seconds, args.chapter_workers, chosen)["chapters"]
+        before = report.get("chapters", {}) if chosen else {}  # --chapter: the other chapters' entries stay
+        kept = {name: {"date": before.get("date"), **run} for name, run in before.get("chapters", {}).items()}
+        merged = {**kept, **{name: {**run, "date": measured["date"]} for name, run in ran.items()}}
+        report["chapters"] = {**measured, "passed": sum(run["returncode"] == 0 for run in merged.values()),
+                              "of": len(merged), "chapters": merged}
         print("chapters:", json.dumps(report["chapters"], indent=1), flush=True)
         path.write_text(json.dumps(report, indent=1) + "\n")
     if "one_epoch" in parts:
