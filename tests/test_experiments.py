@@ -192,6 +192,8 @@ def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     out = alignment.run("quick", seeds=3, alignment=corpus)
     assert set(out["scores"]) == set(out["controls"]) == set(sizes.systems) == {"NMT", "+Entropy"}
     assert all(len(seeded) == 3 and len(seeded[0]["dev_nll"]) <= sizes.epochs for seeded in out["per_seed"].values())
+    assert all([row["seed"] for row in seeded] == [0, 1, 2] for seeded in out["per_seed"].values())
+    assert all(set(control["failing_seeds"]) <= {0, 1, 2} for control in out["controls"].values())
     assert (out["corpus"]["train_pairs"], out["corpus"]["dev_pairs"], out["corpus"]["test_pairs"]) == (26, 6, 8)
     example = out["examples"][0]
     assert set(example["attention"]) == {"NMT", "+Entropy"}

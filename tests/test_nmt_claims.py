@@ -55,6 +55,9 @@ def test_alignment_claims_wait_for_aligners_that_read_their_source():
     ignores = {"test_nll": 3.0, "shuffled_source_nll": 3.01, "entropy_per_token": 2.9}
     controls = alignment_claims.alignment_controls({"NMT": [reads] * 3, "+Entropy": [ignores] * 3}, uniform_entropy=3.0)
     assert controls["NMT"]["passes"] and not controls["+Entropy"]["passes"]
+    assert controls["NMT"]["failing_seeds"] == [] and controls["+Entropy"]["failing_seeds"] == [0, 1, 2]
+    one_ignores = alignment_claims.alignment_controls({"NMT": [reads, {**ignores, "seed": 7}, reads]}, 3.0)["NMT"]
+    assert one_ignores["passes"] and one_ignores["failing_seeds"] == [7]  # the mean hides it; the seed is named
     rng = np.random.default_rng(0)
     counts = lambda hits: np.stack([np.stack([rng.binomial(5, hits, 40), rng.binomial(5, hits, 40),  # noqa: E731
                                               np.full(40, 5), np.full(40, 5)], axis=-1) for _ in range(3)])

@@ -38,13 +38,17 @@ CLAIMS: dict[str, Comparison] = {
 
 def alignment_controls(per_seed: dict[str, list[dict[str, Any]]], uniform_entropy: float) -> dict[str, Any]:
     """Whether each aligner reads its source and leaves uniform attention: ``{system: {shuffle_nll_gap,
-    below_uniform_entropy, passes}}`` (means over seeds)."""
+    below_uniform_entropy, passes, failing_seeds}}``. ``passes`` is the precondition fixed before the run
+    (means over seeds); ``failing_seeds`` names the seeds (their ``seed``, else their position) that fail a
+    control on their own, which the mean can hide."""
     out = {}
     for name, seeds in per_seed.items():
-        gap = float(np.mean([s["shuffled_source_nll"] - s["test_nll"] for s in seeds]))
-        below = float(uniform_entropy - np.mean([s["entropy_per_token"] for s in seeds]))
-        out[name] = {"shuffle_nll_gap": gap, "below_uniform_entropy": below,
-                     "passes": gap >= SHUFFLE_NLL_GAP and below >= UNIFORM_ENTROPY_GAP}
+        gaps = np.array([s["shuffled_source_nll"] - s["test_nll"] for s in seeds])
+        below = uniform_entropy - np.array([s["entropy_per_token"] for s in seeds])
+        fails = (gaps < SHUFFLE_NLL_GAP) | (below < UNIFORM_ENTROPY_GAP)
+        out[name] = {"shuffle_nll_gap": float(gaps.mean()), "below_uniform_entropy": float(below.mean()),
+                     "passes": bool(gaps.mean() >= SHUFFLE_NLL_GAP and below.mean() >= UNIFORM_ENTROPY_GAP),
+                     "failing_seeds": [s.get("seed", position) for position, s in enumerate(seeds) if fails[position]]}
     return out
 
 

@@ -52,7 +52,7 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
     baselines = None
     for run, result in sorted(zip(runs, results), key=lambda pair: pair[0].get("seed", 0)):
         if run.kind == "aligner":
-            found.setdefault(run["system"], []).append(result)
+            found.setdefault(run["system"], []).append({**result, "seed": run["seed"]})
         else:
             baselines = result
     aligners = {name: found[name] for name in sizes.systems if name in found}
@@ -72,7 +72,7 @@ def assemble(sizes: Any, seeds: int, runs: Sequence[Run], results: Sequence[dict
         "sizes": asdict(sizes),
         "uniform_entropy_per_token": uniform,
         "controls": controls,
-        "per_seed": {name: [{**{k: r[k] for k in SCORES}, "dev_nll": r["dev_nll"]} for r in seeded]
+        "per_seed": {name: [{"seed": r["seed"], **{k: r[k] for k in SCORES}, "dev_nll": r["dev_nll"]} for r in seeded]
                      for name, seeded in aligners.items()},
         "scores": scores,
         "baselines": baselines,
