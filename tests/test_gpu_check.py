@@ -109,6 +109,27 @@ def test_chapters_past_the_time_limit_are_stopped_or_not_started(tmp_path):
     assert "02_l1_fails" in (tmp_path / "gpu_check_chapters.log").read_text()
 
 
+def test_chapter_keeps_the_other_chapters_results_each_with_its_date(tmp_path, monkeypatch):
+    before = {"date": "then", "passed": 1, "of": 2, "chapters": {"a.ipynb": {"returncode": 0, "seconds": 1.0},
+                                                                  "b.ipynb": {"returncode": 1, "seconds": 2.0}}}
+    (tmp_path / "gpu_check.json").write_text(json.dumps({"chapters": before}))
+    monkeypatch.setattr(gpu_check, "chapters", lambda *args: {"chapters": {"b.ipynb": {"returncode": 0, "seconds": 3.0}}})
+    gpu_check.main(["--allow-cpu", "--out", str(tmp_path), "--parts", "chapters", "--chapter", "b.ipynb"])  # 1: no tests
+    stored = json.loads((tmp_path / "gpu_check.json").read_text())["chapters"]
+    assert stored["passed"] == 2 and stored["of"] == 2
+    assert stored["chapters"]["a.ipynb"] == {"date": "then", "returncode": 0, "seconds": 1.0}
+    assert stored["chapters"]["b.ipynb"]["seconds"] == 3.0 and stored["chapters"]["b.ipynb"]["date"] != "then"
+
+
+def test_chapter_9s_quick_systems_are_trained_side_by_side_only_when_it_runs(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(gpu_check, "start_quick_systems", lambda environment, log: started.append(log) or [])
+    gpu_check.chapters(tmp_path, seconds=1.0, workers=1, paths=[REPO / "book" / "part1" / "03_linf.ipynb"])
+    assert started == []
+    gpu_check.chapters(tmp_path, seconds=0.0, workers=1, paths=[REPO / "book" / "part2" / gpu_check.QUICK_SYSTEMS_CHAPTER])
+    assert started == [tmp_path / "gpu_check_quick_systems.log"]
+
+
 def test_the_tests_part_names_the_tests_that_failed(tmp_path, monkeypatch):
     printed = ("..F.\nFAILED tests/test_cuda.py::test_one - RuntimeError: cudnn RNN backward\n"
                "1 failed, 3 passed, 200 deselected in 9.1s\n")

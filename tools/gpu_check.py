@@ -12,7 +12,8 @@
    :data:`~sparse_tutorial.training.READ_EVERY` steps: what not waiting for the GPU at each step gains.
 4. Every chapter in its quick profile with the GPU visible (``tools/book_tools.py execute --gpu`` on a copy
    of ``book/``, :data:`CHAPTER_WORKERS` at a time): chapters 8-10 then train on the GPU, and their asserts
-   must hold there as they hold on any CPU.
+   must hold there as they hold on any CPU. Chapter 9's three quick systems are trained side by side as the
+   chapters start (:func:`start_quick_systems`).
 5. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
    training on the GPU, decoding, the metrics), with every epoch count cut to 1 and the evaluation sets to
    :data:`EVALUATION_CAP` items; the experiments run side by side, each in its own process, so the seconds
@@ -70,6 +71,8 @@ LOOP_STEPS = 64
 """Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
 CHAPTER_WORKERS = 4
 """Chapters executed at a time by :func:`chapters`."""
+QUICK_SYSTEMS_CHAPTER = "09_sparse_nmt.ipynb"
+"""The chapter whose quick systems :func:`chapters` trains side by side beforehand (:func:`start_quick_systems`)."""
 KERNEL_START_GAP = 3.0
 """Seconds between two chapters' starts: kernels started together can pick the same free port (one of 14
 chapters started at once failed so on 2026-11-28)."""
@@ -228,6 +231,27 @@ def chapter_paths() -> list[Path]:
     return [REPO_ROOT / line for line in listed.stdout.split()]
 
 
+def train_quick_system(name: str) -> None:
+    """Chapter 9's quick system ``name`` (seed 0) trained on this machine's device into the checkpoint cache,
+    by the chapter's own :func:`~sparse_tutorial.experiments.nmt.checkpoints.trained_system`."""
+    from sparse_tutorial import default_device
+    from sparse_tutorial.experiments.nmt.checkpoints import trained_system
+    from sparse_tutorial.experiments.nmt.data import load_translation_data
+
+    trained_system(name, "quick", 0, load_translation_data(nmt_training.SIZES["quick"].corpus), default_device())
+
+
+def start_quick_systems(environment: dict[str, str], log: Path) -> list[subprocess.Popen]:
+    """:func:`train_quick_system` of each of chapter 9's quick systems, side by side in processes of their own.
+    On a GPU, whose small steps wait on kernel launches, they then take the time of the slowest (117-180 s on
+    an H200) instead of the sum, which left chapter 9 alone past five minutes; the chapter waits on the
+    checkpoint's lock and loads what they stored."""
+    with log.open("w") as output:
+        return [subprocess.Popen([sys.executable, __file__, "--quick-system", name], cwd=REPO_ROOT, env=environment,
+                                 stdout=output, stderr=subprocess.STDOUT)
+                for name in nmt_training.SIZES["quick"].systems]
+
+
 def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
              paths: list[Path] | None = None) -> dict[str, Any]:
     """Every chapter (or ``paths``) in its quick profile with the GPU visible, ``workers`` at a time, on a copy of
@@ -241,6 +265,8 @@ def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
     search_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     environment = {**os.environ, "PYTHONPATH": search_path}
     deadline, running, report, logs = time.perf_counter() + seconds, {}, {}, []
+    trainers = (start_quick_systems(environment, out / "gpu_check_quick_systems.log")
+                if any(path.name == QUICK_SYSTEMS_CHAPTER for path in paths) else [])
     while queue or running:
         if time.perf_counter() >= deadline:   # the chapters still queued are not started
             report.update({str(path.relative_to(REPO_ROOT / "book")): {"returncode": None, "error": ["not started"]}
@@ -270,6 +296,9 @@ def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
             logs.append(f"===== {name} (exit {process.returncode})\n{output}")
             del running[path]
         time.sleep(0.5)
+    for trainer in trainers:   # done unless every chapter stopped first
+        trainer.kill()
+        trainer.wait()
     shutil.rmtree(copy, ignore_errors=True)
     (out / "gpu_check_chapters.log").write_text("\n".join(logs))
     return {"passed": sum(r["returncode"] == 0 for r in report.values()), "of": len(report), "chapters": report}
@@ -361,11 +390,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline-seconds", type=float, default=300.0,
                         help="how long the one-epoch runs of the experiments may take together (default 300)")
     parser.add_argument("--one-epoch", choices=PIPELINES, help=argparse.SUPPRESS)
+    parser.add_argument("--quick-system", choices=nmt_training.SIZES["quick"].systems, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     parts = [part.strip() for part in args.parts.split(",") if part.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--parts: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(PARTS)}")
+    if args.quick_system:
+        train_quick_system(args.quick_system)
+        return 0
     if args.one_epoch:
         (args.out / f"gpu_epoch_{args.one_epoch}.json").write_text(json.dumps(one_epoch(args.one_epoch), indent=1))
         return 0
