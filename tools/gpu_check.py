@@ -252,6 +252,11 @@ def start_quick_systems(environment: dict[str, str], log: Path) -> list[subproce
                 for name in nmt_training.SIZES["quick"].systems]
 
 
+def tally(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The chapters' results ``runs`` (name -> its run) with how many of them passed."""
+    return {"passed": sum(run["returncode"] == 0 for run in runs.values()), "of": len(runs), "chapters": runs}
+
+
 def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
              paths: list[Path] | None = None) -> dict[str, Any]:
     """Every chapter (or ``paths``) in its quick profile with the GPU visible, ``workers`` at a time, on a copy of
@@ -301,7 +306,7 @@ def chapters(out: Path, seconds: float, workers: int = CHAPTER_WORKERS,
         trainer.wait()
     shutil.rmtree(copy, ignore_errors=True)
     (out / "gpu_check_chapters.log").write_text("\n".join(logs))
-    return {"passed": sum(r["returncode"] == 0 for r in report.values()), "of": len(report), "chapters": report}
+    return tally(report)
 
 
 def one_epoch_sizes(sizes: Any) -> Any:
@@ -430,8 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         before = report.get("chapters", {}) if chosen else {}  # --chapter: the other chapters' entries stay
         kept = {name: {"date": before.get("date"), **run} for name, run in before.get("chapters", {}).items()}
         merged = {**kept, **{name: {**run, "date": measured["date"]} for name, run in ran.items()}}
-        report["chapters"] = {**measured, "passed": sum(run["returncode"] == 0 for run in merged.values()),
-                              "of": len(merged), "chapters": merged}
+        report["chapters"] = {**measured, **tally(merged)}
         print("chapters:", json.dumps(report["chapters"], indent=1), flush=True)
         path.write_text(json.dumps(report, indent=1) + "\n")
     if "one_epoch" in parts:
