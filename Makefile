@@ -5,6 +5,7 @@
 # Both create .venv on first use and install what they need. Other targets:
 #   make html   -- build the book from the outputs stored in the notebooks (no execution, about a minute)
 #   make data   -- download the corpora the chapters use into the cache
+#   make datacheck -- fetch every corpus into an empty cache and compare it with its pinned SHA-256
 
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
@@ -24,7 +25,7 @@ PROFILE ?= quick
 # --all: Sphinx re-reads every page, so warnings of unchanged pages are not hidden by an incremental build.
 BUILD_FLAGS := --all -W -n --keep-going
 
-.PHONY: book html test data browser compiler clean
+.PHONY: book html test data datacheck browser compiler clean
 
 $(STAMP): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -37,6 +38,10 @@ $(STAMP): requirements.txt pyproject.toml
 
 data: $(STAMP)
 	$(PY) -m sparse_tutorial.data fetch
+
+# What a fresh machine fetches today, compared with the pins (sparse_tutorial/data/pins.py) whatever is cached.
+datacheck: $(STAMP)
+	$(PY) -m sparse_tutorial.data check
 
 # npm is needed only to fetch MathJax; on Debian as root it is installed when missing.
 $(MATHJAX):
@@ -66,7 +71,7 @@ compiler:
 	  || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq g++ >/dev/null; } \
 	  || { echo "make: a C++ compiler is needed for sparse_tutorial.projections.fused (apt-get install g++)" >&2; exit 1; }
 
-test: data browser compiler html
+test: data datacheck browser compiler html
 	$(PY) -m pytest
 
 clean:

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import errno
+import importlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 import torch
+
+from sparse_tutorial.data import cache
+
+FETCH_MODULE = importlib.import_module("sparse_tutorial.data.fetch")  # the package exports a function fetch
 
 
 class _HalfThenAction:
@@ -119,3 +124,14 @@ def toy_alignment(toy_translation):
                for p in data.train[:40]]
     sizes = replace(alignment.SIZES["quick"], embedding_dim=16, hidden_dim=16, epochs=2, learning_rate=1e-2, batch_tokens=64, patience=1)
     return Alignment(aligned[8:34], aligned[34:], aligned[:8], {"name": "toy"}), sizes
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch) -> Path:
+    """An empty corpus cache for the test (``$SPARSE_TUTORIAL_CACHE``) that stores fake corpora: the tests
+    that use it fake what a registry serves, so the pins of the real corpora are not checked here
+    (``tests/test_data_pins.py`` tests them)."""
+    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
+    for module in (cache, FETCH_MODULE):
+        monkeypatch.setattr(module, "pin_mismatch", lambda name, files: None)
+    return tmp_path / "cache"

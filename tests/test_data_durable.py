@@ -18,12 +18,6 @@ from sparse_tutorial.data.text import Vocabulary
 FETCH_MODULE = importlib.import_module("sparse_tutorial.data.fetch")  # the package exports a function fetch
 
 
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def store_toy(content: bytes = b"hello\n"):
     return store("toy", {"toy.txt": content}, "here", "1.0", "CC0", time.perf_counter())
 

@@ -8,19 +8,13 @@ import pytest
 import torch
 
 from sparse_tutorial.data import (
-    apt_descriptions, bible, bible_alignments, ding, newsgroups, registry, rotten_tomatoes, yeast)
+    apt_descriptions, bible, bible_alignments, debian, ding, newsgroups, registry, rotten_tomatoes, yeast)
 from sparse_tutorial.data.__main__ import main
 from sparse_tutorial.data.cache import CorpusNotFetchedError, Provenance, cache_dir, is_fetched, verify
 from sparse_tutorial.data.corpus import EmptyCorpusError, ParseReport, shuffled_sources, split_by_hash
 from sparse_tutorial.data.fetch import FetchError, store
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
 
 
 def test_ding_fixture_pairs_filters_and_malformed_lines(capsys):
@@ -240,6 +234,6 @@ def test_apt_descriptions_fixture_pairs_filters_and_malformed_records():
 
 
 def test_apt_descriptions_without_apt_says_so(monkeypatch):
-    monkeypatch.setattr(apt_descriptions.shutil, "which", lambda name: None)
-    with pytest.raises(FetchError, match="needs apt"):
+    monkeypatch.setattr(debian, "APT_HELPER", "/nonexistent/apt-helper")
+    with pytest.raises(FetchError, match="need apt"):
         apt_descriptions.fetch()

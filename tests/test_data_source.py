@@ -14,12 +14,6 @@ from sparse_tutorial.data.fetch import read_wheel, store
 FETCH_MODULE = importlib.import_module("sparse_tutorial.data.fetch")  # the package exports a function fetch
 
 
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 def test_corpus_source_is_the_given_file_or_the_verified_cache(empty_cache, tmp_path):
     given = corpus_source("toy", "toy.txt", tmp_path / "fixture.txt")
     assert (given.path, given.provenance) == (tmp_path / "fixture.txt", None)

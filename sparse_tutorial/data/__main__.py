@@ -1,6 +1,8 @@
-"""Command line: ``python -m sparse_tutorial.data fetch [NAME...] [--force]``, ``... list``.
+"""Command line: ``python -m sparse_tutorial.data fetch [NAME...] [--force]``, ``... check [NAME...]``, ``... list``.
 
-``fetch`` without names fetches every corpus the book needs (``make data`` runs it); ``list`` shows each
+``fetch`` without names fetches every corpus the book needs (``make data`` runs it); ``check`` fetches them
+into a new, empty cache that it then removes, so that what a fresh machine gets today is compared with the
+pins (:mod:`sparse_tutorial.data.pins`) whatever is cached here (``make test`` runs it); ``list`` shows each
 corpus and whether it is cached, and why not when its folder is there but broken. The cache is
 ``$SPARSE_TUTORIAL_CACHE`` or ``~/.cache/sparse_tutorial``. Corpus names and the cache folder are checked
 before anything is downloaded; a failure ends with one line saying what went wrong (exit status 2).
@@ -8,10 +10,12 @@ before anything is downloaded; a failure ends with one line saying what went wro
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
 
-from sparse_tutorial.data.cache import CorpusNotFetchedError, cache_dir, corpus_dir, verify
+from sparse_tutorial.data.cache import CACHE_ENV, CorpusNotFetchedError, cache_dir, corpus_dir, verify
 from sparse_tutorial.data.fetch import FetchError
 from sparse_tutorial.data.registry import CORPORA, fetch
 
@@ -37,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     fetch_parser.add_argument("names", nargs="*", metavar="NAME",
                               help=f"corpora to fetch, of {', '.join(sorted(CORPORA))} (default: all)")
     fetch_parser.add_argument("--force", action="store_true", help="fetch again even when cached")
+    check_parser = commands.add_parser("check", help="fetch corpora into an empty cache and compare them with "
+                                                     "their pins (default: all); the cache is left alone")
+    check_parser.add_argument("names", nargs="*", metavar="NAME", help="corpora to check (default: all)")
     commands.add_parser("list", help="list the corpora and whether each is cached")
     args = parser.parse_args(argv)
     if args.command == "list":
@@ -44,10 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     unknown = [name for name in args.names if name not in CORPORA]
     if unknown:
-        fetch_parser.error(f"unknown corpus {', '.join(map(repr, unknown))}; "
+        (fetch_parser if args.command == "fetch" else check_parser).error(f"unknown corpus {', '.join(map(repr, unknown))}; "
                            f"known corpora: {', '.join(sorted(CORPORA))}")
     started = time.perf_counter()
     try:
+        if args.command == "check":
+            with tempfile.TemporaryDirectory(prefix="sparse_tutorial-check-") as empty:
+                os.environ[CACHE_ENV] = empty
+                fetch(args.names)
+            print(f"[data] every corpus fetched into an empty cache is its pinned bytes "
+                  f"({time.perf_counter() - started:.1f} s)")
+            return 0
         fetch(args.names, force=args.force)
     except (FetchError, OSError) as error:
         print(f"{parser.prog}: error: {' '.join(str(error).split())}", file=sys.stderr)

@@ -9,8 +9,9 @@ has its own folder ``<cache>/<name>/`` holding the extracted data files and ``pr
      "version": "1.9-6", "license": "GPL-2+", "files": {"de-en": "<sha256>"}, "fetched": "2026-...Z",
      "fetch_seconds": 1.2, "notes": {}}
 
-A corpus counts as fetched when its provenance file exists and is a readable record, and every listed file is
-present with the recorded SHA-256; anything else (a corrupt ``provenance.json`` included) counts as not
+A corpus counts as fetched when its provenance file exists and is a readable record, every listed file is
+present with the recorded SHA-256, and those are the pinned hashes (:mod:`sparse_tutorial.data.pins`: a
+corpus fetched before the pins, from a registry that has since changed, is not loaded); anything else (a corrupt ``provenance.json`` included) counts as not
 fetched, and fetching it again repairs it.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sparse_tutorial.atomic import atomic_write_text
+from sparse_tutorial.data.pins import pin_mismatch
 
 CACHE_ENV = "SPARSE_TUTORIAL_CACHE"
 PROVENANCE_FILE = "provenance.json"
@@ -99,7 +101,8 @@ class Provenance:
 
 
 def verify(name: str, check_hashes: bool = True) -> Provenance:
-    """The provenance of corpus ``name`` after checking its files are all there (and, by default, unchanged).
+    """The provenance of corpus ``name`` after checking its files are all there (and, by default, unchanged
+    since the fetch) and that they are the pinned bytes (:mod:`sparse_tutorial.data.pins`).
 
     Raises:
         CorpusNotFetchedError: naming the command that fetches the corpus.
@@ -120,6 +123,10 @@ def verify(name: str, check_hashes: bool = True) -> Provenance:
         if check_hashes and sha256_file(path) != digest:
             raise CorpusNotFetchedError(f"corpus {name!r}: {path} does not match its recorded SHA-256; "
                                         f"fetch it again with: {command} --force")
+    problem = pin_mismatch(name, provenance.files)
+    if problem is not None:
+        raise CorpusNotFetchedError(f"{problem} in the cache {directory} (fetched {provenance.fetched or 'earlier'}, "
+                                    f"version {provenance.version}); fetch it again with: {command} --force")
     return provenance
 
 

