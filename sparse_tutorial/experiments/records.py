@@ -46,11 +46,13 @@ EXPERIMENTS = ("nmt", "alignment", "summarization", "classification", "interpret
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
                 "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
                 "experiments/inference.py", "experiments/nmt/checkpoints.py", "experiments/cost.py",
-                "experiments/equivalence.py", "claims.py",
+                "experiments/equivalence.py", "experiments/confirmatory.py", "experiments/nmt/design.py",
+                "claims.py",
                 "plotting.py", "interactive.py", "hardware.py")
 """Library files that never change what a run of a grid computes: they assemble, judge, store or show
-results (as do the experiments' ``results.py`` and ``claims.py``), or no run calls them
-(``nmt/checkpoints.py``: the chapters' quick systems)."""
+results (as do the experiments' ``results.py`` and ``claims.py``), fix a design (which claims, seeds and
+tests: ``confirmatory.py``, ``nmt/design.py``), or no run calls them (``nmt/checkpoints.py``: the chapters'
+quick systems)."""
 
 
 def _digest(value: Any) -> str:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sparse_tutorial.experiments.nmt import design
 from sparse_tutorial.experiments.nmt.data import TranslationData, middling_verses, translation_corpus
 from sparse_tutorial.experiments.nmt.results import assemble
 from sparse_tutorial.experiments.nmt.training import (
@@ -63,7 +64,10 @@ def system_run(profile: str, system: System, seed: int) -> Run:
 def runs_of(profile: str, seeds: int) -> list[Run]:
     """Every run of the experiment at ``profile`` with seeds ``0 … seeds − 1``, in the order a sweep trains
     them: the systems of the paper's main claims (:data:`HEADLINE`), the other systems (those of
-    ``one_seed`` with seed 0 only), the λ sweep, and the timing run."""
+    ``one_seed`` with seed 0 only), the λ sweep, and the timing run; then, at the design's profile, the
+    confirmatory design's fresh seeds (:mod:`~sparse_tutorial.experiments.nmt.design`): every fresh seed of
+    the primary family's arms, then of the arms only the secondary family needs, then of the fresh
+    estimation arms."""
     sizes = SIZES[profile]
     headline = [n for n in HEADLINE if n in sizes.systems]
     others = [n for n in sizes.systems if n not in HEADLINE]
@@ -73,6 +77,9 @@ def runs_of(profile: str, seeds: int) -> list[Run]:
                if seed == 0 or n not in sizes.one_seed]
             + [system_run(profile, system, seed) for seed in range(seeds) for system in sweep]
             + [Run.of("speed", profile=profile)])
+    if profile == design.PROFILE:
+        runs += [system_run(profile, SYSTEMS[arm], seed) for group in design.training_groups()
+                 for seed in design.FRESH_SEEDS for arm in group]
     return list(dict.fromkeys(runs))
 
 
