@@ -101,6 +101,7 @@ def test_the_medium_grid_trains_every_fresh_seed_of_the_primary_arms_first():
     primary = len(design.FRESH_SEEDS) * len(groups[0])
     assert all(r["seed"] in design.FRESH_SEEDS for r in fresh[:primary]) and runs.index(fresh[0]) > 40
     assert not [r for r in runs_of("quick", 1) if r.kind == "system" and r["seed"] in design.FRESH_SEEDS]
+    assert len(runs_of("medium", 1)) < len(runs_of("medium", 3)) - len(fresh)  # no pilot, nothing to confirm
 
 
 def test_a_family_is_judged_only_on_all_its_fresh_seeds():

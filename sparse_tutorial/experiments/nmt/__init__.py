@@ -64,10 +64,10 @@ def system_run(profile: str, system: System, seed: int) -> Run:
 def runs_of(profile: str, seeds: int) -> list[Run]:
     """Every run of the experiment at ``profile`` with seeds ``0 … seeds − 1``, in the order a sweep trains
     them: the systems of the paper's main claims (:data:`HEADLINE`), the other systems (those of
-    ``one_seed`` with seed 0 only), the λ sweep, and the timing run; then, at the design's profile, the
-    confirmatory design's fresh seeds (:mod:`~sparse_tutorial.experiments.nmt.design`): every fresh seed of
-    the primary family's arms, then of the arms only the secondary family needs, then of the fresh
-    estimation arms."""
+    ``one_seed`` with seed 0 only), the λ sweep, and the timing run; then, when these are the pilot of the
+    confirmatory design (its profile, its 3 seeds: :mod:`~sparse_tutorial.experiments.nmt.design`), the
+    design's fresh seeds: every fresh seed of the primary family's arms, then of the arms only the secondary
+    family needs, then of the fresh estimation arms."""
     sizes = SIZES[profile]
     headline = [n for n in HEADLINE if n in sizes.systems]
     others = [n for n in sizes.systems if n not in HEADLINE]
@@ -77,7 +77,7 @@ def runs_of(profile: str, seeds: int) -> list[Run]:
                if seed == 0 or n not in sizes.one_seed]
             + [system_run(profile, system, seed) for seed in range(seeds) for system in sweep]
             + [Run.of("speed", profile=profile)])
-    if profile == design.PROFILE:
+    if profile == design.PROFILE and seeds == len(design.PILOT_SEEDS):
         runs += [system_run(profile, SYSTEMS[arm], seed) for group in design.training_groups()
                  for seed in design.FRESH_SEEDS for arm in group]
     return list(dict.fromkeys(runs))
