@@ -6,8 +6,7 @@ from dataclasses import replace
 import pytest
 
 from sparse_tutorial.experiments import explanation as E
-from sparse_tutorial.experiments.classification import fit, synthetic_task
-from sparse_tutorial.experiments.interpretability import head
+from sparse_tutorial.experiments.classification import evaluation_subset, fit, synthetic_task
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run, as_stored
 from sparse_tutorial.models.classifier import meister_config
@@ -40,7 +39,11 @@ def test_an_unknown_run_kind_is_named(tiny):
 
 def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_numbers(tiny):
     results = sweep_experiment("explanation", "quick", 2, threads_per_run=1)  # what E.run does, on one thread
-    assert list(results) == ["profile_note", "corpus", "erasure", "permutation", "adversarial", "baselines", "checks"]
+    assert list(results) == ["profile_note", "corpus", "evaluation_subset", "erasure", "permutation", "adversarial",
+                             "baselines", "checks"]
+    subset = results["evaluation_subset"]  # a label-stratified sample, the same for every seed
+    assert subset["size"] == TINY.n_test and len(subset["index_sha256"]) == 64
+    assert all(abs(subset["label_shares"][k] - subset["split_shares"][k]) <= 0.02 for k in subset["split_shares"])
     assert results["profile_note"] == E.SIZES["quick"].note
     for test in ("erasure", "permutation", "adversarial", "baselines"):
         assert [row["seed"] for row in results[test]] == [0, 1]
@@ -50,7 +53,7 @@ def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_number
     config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
     training = dict(seed=1, epochs=TINY.epochs, lr=E.LR, optimizer=E.OPTIMIZER)
     base = fit(config, TASK, **training)
-    evaluation = head(TASK.test, TINY.n_test)
+    evaluation, _ = evaluation_subset(TASK.test, TINY.n_test)
     expected = {"erasure": E.erasure(base.model, evaluation, seed=1),
                 "permutation": E.permutation(base.model, evaluation, seed=1),
                 "adversarial": E.adversarial(base.model, evaluation),
@@ -78,7 +81,7 @@ def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
     results = sweep_experiment("explanation", "quick", 3, threads_per_run=1)
     checks = results["checks"]
     assert checks["seeds"] == 3 and checks["n_test_accuracy"] == len(TASK.test.labels)
-    assert checks["n_test"] == min(len(TASK.test.labels), TINY.n_test)   # erasure: the evaluated head
+    assert checks["n_test"] == min(len(TASK.test.labels), TINY.n_test)   # erasure: the evaluated subset
     assert len(checks["claims"]) == 5
     for judged in checks["claims"].values():
         if judged["verdict"] != "not tested":

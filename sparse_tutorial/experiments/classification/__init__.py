@@ -41,6 +41,7 @@ from sparse_tutorial.experiments.classification.data import (  # noqa: F401 (par
     Task,
     batches,
     cached_task,
+    evaluation_subset,
     load_task,
     synthetic_task,
 )

@@ -1,7 +1,8 @@
 """The data of the Part III experiments (chapters 11-13): a classification corpus as a :class:`Task` of
 padded train/dev/test tensors with its vocabulary and per-token label counts (:func:`load_task`), the
 synthetic corpus on which Sun & Lu's assumptions hold exactly (:func:`synthetic_task`), shuffled mini-batches
-(:func:`batches`), and the corpora the experiments use (:data:`TASKS`, :func:`cached_task`).
+(:func:`batches`), the corpora the experiments use (:data:`TASKS`, :func:`cached_task`), and the
+label-stratified evaluation subset of a split (:func:`evaluation_subset`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from torch import Tensor
 
 from sparse_tutorial.data import SPECIALS, Vocabulary, pad_sequences, tokenize
 from sparse_tutorial.data import load as load_corpus
+from sparse_tutorial.data.sampling import Subset, stratified_sample
 from sparse_tutorial.interpret import label_classes, token_classes
 
 
@@ -114,6 +116,26 @@ def synthetic_task(num_polar: int = 20, num_neutral: int = 40, length: int = 10,
 
     return Task("synthetic", documents(train_pairs), documents(test_pairs // 2), documents(test_pairs),
                 itos, ["negative", "positive"], f"synthetic_task(seed={seed})")
+
+
+SUBSET_SEED = 0
+"""The seed of every evaluation subset: the same examples for every arm and training seed of a comparison."""
+
+
+def evaluation_subset(split: Split, count: int, name: str = "test") -> tuple[Split, Subset]:
+    """A seeded, label-stratified random sample of ``count`` examples of ``split``
+    (:func:`~sparse_tutorial.data.sampling.stratified_sample`, seed :data:`SUBSET_SEED`), trimmed to its
+    longest row, with the :class:`~sparse_tutorial.data.sampling.Subset` that describes it (``name`` names
+    the split in it and in a refusal).
+
+    Raises:
+        UnrepresentativeSubsetError: ``count`` is too small for the subset's label shares to match the split's.
+    """
+    subset = stratified_sample(split.labels.tolist(), count, seed=SUBSET_SEED, split=name)
+    rows = torch.tensor(subset.indices, dtype=torch.long)
+    mask = split.mask[rows]
+    width = int(mask.sum(-1).max())
+    return Split(split.token_ids[rows, :width], mask[:, :width], split.labels[rows]), subset
 
 
 def batches(split: Split, batch_size: int, generator: torch.Generator | None = None) -> list[tuple[Tensor, ...]]:

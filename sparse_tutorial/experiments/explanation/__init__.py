@@ -18,6 +18,7 @@ model trained with uniform attention; ``--workers N`` trains N at once.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,11 +31,12 @@ from sparse_tutorial.experiments.classification import (
     Task,
     accuracy,
     cached_task,
+    evaluation_subset,
     fit,
     uniform_attention,
 )
 from sparse_tutorial.experiments.explanation.claims import checks
-from sparse_tutorial.experiments.interpretability import head, on_device_of
+from sparse_tutorial.experiments.interpretability import on_device_of
 from sparse_tutorial.experiments.runner import sweep_experiment
 from sparse_tutorial.experiments.sweep import Run
 from sparse_tutorial.interpret import (
@@ -258,7 +260,9 @@ class Sizes:
         n_train: training sentences (``None``: all); the model of the epoch best on dev is kept.
         epochs: the most epochs.
         embedding_dim, hidden_dim: the BiLSTM.
-        n_test: test sentences of erasure, permutation and the adversaries (accuracies use the whole test set).
+        n_test: test sentences of erasure, permutation and the adversaries, a label-stratified sample of the
+            test set (:func:`~sparse_tutorial.experiments.classification.evaluation_subset`); accuracies use
+            the whole test set.
         note: the profile in a sentence, written into the results as ``"profile_note"``.
     """
 
@@ -328,9 +332,9 @@ def execute(run: Run) -> dict[str, Any]:
     accuracies = {"baselines": learned_baselines(base, models, task),
                   "correct": {name: correct(result, task.test) for name, result in {"learned": base, **models}.items()}}
     analysed = base.model.to(training["device"])   # the analyses run where the models trained
-    evaluation = head(task.test, sizes.n_test)
+    evaluation, subset = evaluation_subset(task.test, sizes.n_test, name=f"{task.name} test")
     flips = erasure_flips(analysed, evaluation, seed=seed)
-    return {"erasure": flip_rates(flips),
+    return {"evaluation_subset": subset.record(), "erasure": flip_rates(flips),
             "permutation": permutation(analysed, evaluation, seed=seed),
             "adversarial": adversarial(analysed, evaluation),
             **accuracies,
@@ -357,7 +361,13 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
         for name, values in base["erasure_flips"].items():
             flips_by_pick.setdefault(name, []).append(values)
     adversary_js = [row["adversary_js_from_base"] for row in rows["baselines"]]
+    subsets = {json.dumps(by_run[Run.of("base", profile=profile, seed=seed)]["evaluation_subset"], sort_keys=True)
+               for seed in range(seeds)}
+    if len(subsets) != 1:
+        raise ValueError(f"the seeds of explanation were evaluated on {len(subsets)} different subsets; every "
+                         "seed must see the same test sentences")
     return {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
+            "evaluation_subset": json.loads(subsets.pop()),
             **rows, "checks": checks(correct_by_model, flips_by_pick, adversary_js)}
 
 
