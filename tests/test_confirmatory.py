@@ -125,3 +125,17 @@ def test_the_assembled_design_keeps_pilot_and_fresh_collapses_apart():
     assert section["collapse"]["fresh"]["+Entropy"] == {"collapsed": 1, "seeds": 10, "share": 0.1,
                                                         "ci95": list(c.clopper_pearson(1, 10))}
     assert section["families"]["primary"]["+Entropy beats NMT (Table I)"]["judged"] is None  # NMT has no fresh seed
+
+
+APPENDIX = Path(__file__).resolve().parents[1] / "book" / "appendix" / "reproducibility.md"
+
+
+def test_the_appendix_shows_the_design_the_code_fixes_and_its_worked_example_prints_what_it_says(capsys):
+    page = APPENDIX.read_text(encoding="utf-8")
+    generated = page.split("<!-- generated: python -m sparse_tutorial.experiments.confirmatory nmt")[1]
+    assert generated.split("```text\n")[1].split("```")[0].rstrip("\n") == design.describe()
+    code = page.split("### A confirmatory design")[1].split("```python\n")[1].split("```")[0]
+    exec(compile(code, "reproducibility.md", "exec"), {})
+    printed = capsys.readouterr().out.strip().splitlines()
+    claimed = [line.rsplit("# ", 1)[1].strip() for line in code.splitlines() if line.startswith("print(")]
+    assert printed == claimed

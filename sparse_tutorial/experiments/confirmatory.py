@@ -21,10 +21,15 @@ says it in code; nothing else decides.
 fresh seeds, their differences drawn normal with the effect the claim is powered for and the pilot's
 standard deviation. **Minimum detectable effect** (:func:`minimum_detectable_effect`): the smallest
 effect the design detects with 80 % power, in the claim's unit; every "?" states it.
+
+``python -m sparse_tutorial.experiments.confirmatory NAME`` prints the design of experiment ``NAME``
+(its ``experiments/NAME/design.py``).
 """
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -199,3 +204,9 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
     result = stats.binomtest(successes, trials).proportion_ci(confidence_level=level, method="exact")
     return float(result.low), float(result.high)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m sparse_tutorial.experiments.confirmatory NAME (an experiment with a design: nmt)")
+    print(importlib.import_module(f"sparse_tutorial.experiments.{sys.argv[1]}.design").describe())

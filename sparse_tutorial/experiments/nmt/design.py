@@ -27,8 +27,8 @@ rank, so the power stated is a lower bound.
 BLEU 8.6–18.5, every other run at least 1.38 nats). Per penalised arm, the share of seeds that collapse
 is reported with its exact (Clopper–Pearson) interval.
 
-``python -m sparse_tutorial.experiments.nmt.design`` prints the design table (power and minimum
-detectable effect of every claim at the design's seeds).
+``python -m sparse_tutorial.experiments.confirmatory nmt`` prints the design table (power and minimum
+detectable effect of every claim at the design's seeds: :func:`describe`).
 """
 from __future__ import annotations
 
@@ -170,9 +170,10 @@ def judge_family(name: str, bleu: Mapping[str, Mapping[int, float]]) -> dict[str
     return judged
 
 
-if __name__ == "__main__":
-    print(f"pilot sd {PILOT_SD} BLEU ({PILOT_DF} df), powered with its upper 80 % bound {SD_FOR_POWER}; "
-          f"{len(FRESH_SEEDS)} fresh seeds per arm, power target {POWER_TARGET:.0%}")
-    for claim, row in design_table().items():
-        print(f"{row['family']:10s} {claim:55s} {row['kind']:12s} powered for {row['powered_for']:+6.2f} "
-              f"power {row['power']:.2f}  MDE {row['mde']:.2f} BLEU")
+def describe() -> str:
+    """The design table as text (``python -m sparse_tutorial.experiments.confirmatory nmt`` prints it)."""
+    lines = [f"pilot sd {PILOT_SD} BLEU ({PILOT_DF} df), powered with its upper 80 % bound {SD_FOR_POWER}; "
+             f"{len(FRESH_SEEDS)} fresh seeds per arm, power target {POWER_TARGET:.0%}"]
+    lines += [f"{row['family']:10s} {claim:55s} {row['kind']:12s} powered for {row['powered_for']:+6.2f} "
+              f"power {row['power']:.2f}  MDE {row['mde']:.2f} BLEU" for claim, row in design_table().items()]
+    return "\n".join(lines)
