@@ -64,7 +64,7 @@ class Provenance:
     """What was fetched for a corpus: source (registry · package · path), version, license, SHA-256 per file.
 
     ``files`` maps a file name inside the corpus folder to its SHA-256; ``notes`` holds corpus-specific
-    facts (e.g. which apt lists were used)."""
+    facts (e.g. the release of the Debian archive an apt corpus was read from)."""
 
     name: str
     source: str
