@@ -7,13 +7,13 @@ corpus. The suite itself changes only at a point release, and bookworm's regular
 
 :class:`DebianArchive` runs ``apt-get`` with a private configuration (``APT_CONFIG``) that ignores the
 system's: ``Dir::Etc::Parts`` and ``Dir::Etc::Main`` point at an empty folder, so nothing under
-``/etc/apt`` is read; the one source is :data:`MIRROR` ``bookworm main``; lists and caches live in a
+``/etc/apt`` is read; the one source is ``MIRROR`` ``bookworm main``; lists and caches live in a
 temporary folder, so the system's apt state is left alone and no root is needed. apt checks every
 downloaded index against the hashes of the signed ``Release`` file; the signature is checked with Debian's
-archive key where the machine has it (:data:`KEYRING`; Debian does, Ubuntu need not), and in every case the
+archive key where the machine has it (``KEYRING``; Debian does, Ubuntu need not), and in every case the
 corpus built from the index is checked against its pinned SHA-256 (:mod:`sparse_tutorial.data.pins`),
 which is what makes it the same bytes on every machine. Opening the archive also checks that it is still
-at :data:`POINT_RELEASE`: a later point release is an error that says how to move the corpora to it.
+at ``POINT_RELEASE``: a later point release is an error that says how to move the corpora to it.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class DebianArchive:
 
     Raises:
         FetchError: apt is missing, ``apt-get update`` fails, or the archive has moved past
-            :data:`POINT_RELEASE`.
+            ``POINT_RELEASE``.
     """
 
     def __init__(self) -> None:
