@@ -11,8 +11,8 @@ has its own folder ``<cache>/<name>/`` holding the extracted data files and ``pr
 
 A corpus counts as fetched when its provenance file exists and is a readable record, every listed file is
 present with the recorded SHA-256, and those are the pinned hashes (:mod:`sparse_tutorial.data.pins`: a
-corpus fetched before the pins, from a registry that has since changed, is not loaded); anything else (a corrupt ``provenance.json`` included) counts as not
-fetched, and fetching it again repairs it.
+corpus fetched before the pins, from a registry that has since changed, is not loaded); anything else (a
+corrupt ``provenance.json`` included) counts as not fetched, and fetching it again repairs it.
 """
 from __future__ import annotations
 
