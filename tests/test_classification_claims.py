@@ -97,7 +97,9 @@ def test_a_task_with_one_seed_is_not_tested():
 
 
 @pytest.mark.parametrize("positive,neutral,expected", [(HIGH, LOW, "✓"), (LOW, HIGH, "✗"), (LOW, LOW, "?")])
-@pytest.mark.parametrize("name", ["RT: DP, scale 10: positive tokens' attention scores above neutral",
+@pytest.mark.parametrize("name", ["RT: DP, scale 10: the class favoured by the sign of VᵀW: attention scores above "
+                                  "neutral (term D)",
+                                  "RT: AD, scale 10: positive tokens' attention scores above neutral",
                                   "RT: AD, scale 10: positive tokens' polarity scores above neutral",
                                   "RT: DP, scale 10: positive tokens' average attention weights above neutral",
                                   "RT: DP, scale 10, VᵀW penalty: positive tokens' attention scores above neutral"])
@@ -109,11 +111,23 @@ def test_token_class_claims_compare_class_means_over_seeds(name, positive, neutr
 
 
 def test_tokens_are_not_the_samples_seeds_that_disagree_leave_a_token_claim_open():
-    name = "RT: DP, scale 10: positive tokens' attention scores above neutral"
+    name = "RT: AD, scale 10: positive tokens' attention scores above neutral"
     many_high, many_low = [20.0 + v / 100 for v in range(500)], [v / 100 for v in range(500)]
     seeds = [tokens(many_high, LOW, many_low), tokens(many_low, LOW, many_high), tokens(many_high, LOW, many_low)]
-    entry = judged("rotten_tomatoes", name, analyses={("DP", 10.0, 0.0): seeds})
+    entry = judged("rotten_tomatoes", name, analyses={("AD", 10.0, 0.0): seeds})
     assert entry["verdict"] == "?"   # 1,000 tokens a seed, every one on the claimed side in 2 seeds of 3
+
+
+def test_term_d_claims_take_each_seeds_classes_by_the_sign_of_its_own_vtw():
+    """Issue 50: DP's attention on polarity tokens follows VᵀW's sign (Sun & Lu's eq. 27); a seed whose VᵀW
+    has the other sign has the classes swapped, and the claims pair each seed's favoured class with it."""
+    favoured = "RT: DP, scale 10: the class favoured by the sign of VᵀW: attention scores above neutral (term D)"
+    other = "RT: DP, scale 10: the class disfavoured by the sign of VᵀW: attention scores above neutral"
+    high = [[v + shift for v in HIGH] for shift in (0.0, 0.4, 0.8)]
+    seeds = [tokens(high[0], LOW, LOW, vtw=+3.0), tokens(LOW, high[1], LOW, vtw=-2.0), tokens(high[2], LOW, LOW, vtw=+1.0)]
+    claims = judge([("rotten_tomatoes", 2, {}, {("DP", 10.0, 0.0): seeds})])
+    assert claims[favoured]["verdict"] == "✓" and claims[other]["verdict"] == "?"
+    assert "RT: DP, scale 10: negative tokens' attention scores above neutral" not in claims
 
 
 @pytest.mark.parametrize("negative,neutral,expected", [(LOW, HIGH, "✓"), (HIGH, LOW, "✗")])

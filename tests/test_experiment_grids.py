@@ -103,7 +103,7 @@ def test_classification_assembles_the_table_the_scores_and_the_checks_of_its_run
     assert checks["datasets"] == ["synthetic", "three"]
     claims = checks["claims"]
     assert "RT: the VᵀW penalty brings no accuracy gain (DP at scale 10, penalised minus not)" in claims
-    assert "RT: DP, scale 10: positive tokens' attention scores above neutral" in claims
+    assert "RT: DP, scale 10: the class favoured by the sign of VᵀW: attention scores above neutral (term D)" in claims
     assert "20News II: DP, scale 10: polarity tokens of every label get larger attention scores than neutral ones" in claims
     assert not any("scale 0.001" in name for name in claims)      # the table has no scale 0.001 to judge it
     assert {judged["verdict"] for judged in claims.values()} == {"not tested"}   # 2 seeds and 1: none is judged

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from sparse_tutorial.experiments.inference import (
-    ALPHA, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
-    judge_family, ratio_score, seed_interval, seed_test, t_needed, verdict,
+    ALPHA, POWER, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
+    holm_levels, interval_agrees, judge_family, minimum_detectable_effect, ratio_score, seed_interval, seed_test,
+    t_needed, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
 
@@ -121,6 +122,48 @@ def test_holm_adjusts_step_down():
     assert all(entry["p_holm"] >= entry["p"] for entry in judged.values())
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=12))
+def test_holm_rejects_a_claim_exactly_when_its_p_is_below_its_holm_level(p_values):
+    for p, adjusted, level in zip(p_values, holm(p_values), holm_levels(p_values)):
+        assert (adjusted < ALPHA) == (p < level)
+        assert ALPHA / len(p_values) <= level <= ALPHA
+
+
+def test_the_interval_beside_every_verdict_agrees_with_it():
+    """Issue 49: ``ci_holm`` excludes the null (or lies inside or beyond the margin) exactly when the verdict
+    says so, for every kind, at the level Holm's correction gave the claim."""
+    verdicts = set()
+    for family_seed in range(8):
+        rng = np.random.default_rng(family_seed)
+        family = {}
+        for k in range(10):
+            kind = ("greater", "less", "not_less", "not_greater", "equivalent")[k % 5]
+            a, b = arms(rng.normal(0, 0.8), 0.0, seeds=int(rng.integers(3, 7)), items=40, seed_sd=0.3,
+                        rng_seed=int(rng.integers(1 << 30)))
+            family[f"claim {k}"] = (Claim("p", kind=kind, margin=None if kind in ("greater", "less") else 0.3),
+                                    compare(a, b, n_samples=400))
+        judged = judge_family(family)
+        assert all(interval_agrees(entry) for entry in judged.values())
+        verdicts |= {(entry["kind"], entry["verdict"]) for entry in judged.values()}
+    assert {("greater", "✓"), ("less", "✗"), ("not_less", "?"), ("not_greater", "✓")} <= verdicts
+    broken = {**judged["claim 0"], "ci_holm": [1.0, 2.0], "verdict": "?"}
+    assert not interval_agrees(broken)
+
+
+def test_the_minimum_detectable_effect_has_the_stated_power():
+    seed_level = {"se": 0.5, "df": 4.0}
+    mde = minimum_detectable_effect(seed_level, 0.01, two_sided=True)
+    critical = stats.t.isf(0.005, 4)
+    assert stats.nct.sf(critical, 4, mde / 0.5) == pytest.approx(POWER, abs=1e-6)
+    assert mde > minimum_detectable_effect(seed_level, 0.05, two_sided=True) > \
+        minimum_detectable_effect(seed_level, 0.05, two_sided=False)
+    assert minimum_detectable_effect({"se": None, "df": None}, 0.05, True) is None
+    a, b = arms(0.0, 0.0, seeds=5, seed_sd=0.3)
+    entry = judge_family({"open": (Claim("p"), compare(a, b))})["open"]
+    assert entry["verdict"] == "?" and entry["mde"] > abs(entry["effect"])
+
+
 def test_margin_kinds_need_a_margin():
     with pytest.raises(ValueError, match="margin"):
         Claim("p", kind="equivalent")
@@ -203,3 +246,5 @@ def test_every_stored_claim_carries_what_the_standard_asks(name):
         assert min(entry["seeds"]) >= MIN_SEEDS and entry["p"] <= entry["p_holm"] <= 1, claim
         assert (entry["margin"] is not None) == (entry["kind"] not in ("greater", "less")), claim
         assert entry["verdict"] == verdict(**{key: entry[key] for key in VERDICT_FIELDS})
+        assert interval_agrees(entry), claim            # issue 49: the interval beside a verdict agrees with it
+        assert entry["verdict"] != "?" or entry["mde"] is not None or entry["seed_level"]["se"] is None, claim

@@ -37,6 +37,21 @@ measure is a ratio of sums over items (:data:`Score`): a mean per item, attentio
 summed over a verse's tokens / tokens), AER (hits / links), or corpus BLEU (n-gram counts,
 :func:`bleu_statistics`), so a resample only re-weights items. :func:`judge_family` applies Holm's
 step-down correction to a chapter's family of claims, stores raw and adjusted p, and gives each verdict.
+
+**The interval beside a verdict** is ``ci_holm``, the set of differences the claim's own test does not reject
+at the level Holm's step-down applied to it (:func:`holm_levels`; both parts of the test inverted, the
+paired t's interval and the bootstrap's, and joined), so it agrees with the verdict by construction:
+
+* ``greater``/``less``: two-sided at the claim's level; ✓ or ✗ exactly when it excludes 0;
+* ``not_less`` (``not_greater`` mirrored): its lower bound is the one-sided bound of the support test at
+  the claim's level, its upper bound that of the contradiction test at Bonferroni's α/m; ✓ exactly when the
+  lower bound lies above −δ, ✗ exactly when the upper bound lies below −δ;
+* ``equivalent``: both bounds one-sided at the claim's level (TOST); ✓ exactly when it lies inside ±δ.
+
+The bootstrap's percentile ``ci95`` (unadjusted) stays as a description of the spread over seeds and items.
+**Every tested claim stores** ``mde``: the smallest distance from its null (0 or the margin) that its paired
+t over the run's seeds detects with 80 % power at the claim's level, from the per-seed differences' spread:
+what a "?" could have seen.
 """
 from __future__ import annotations
 
@@ -46,6 +61,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from scipy import stats
+from scipy.optimize import brentq
 
 ALPHA = 0.05
 """The significance level of every test, after Holm's correction."""
@@ -56,6 +72,8 @@ ACCURACY_MARGIN = 0.01
 and 13), fixed before their runs."""
 BOOTSTRAP_SAMPLES = 2000
 """Resamples of the hierarchical bootstrap."""
+POWER = 0.8
+"""The power at which a claim's minimum detectable effect (``mde``) is computed."""
 VERDICTS = ("✗", "?", "✓", "not tested")
 """Every verdict, in the order a chapter lists them (contradictions of the paper first)."""
 KINDS = ("greater", "less", "equivalent", "not_greater", "not_less")
@@ -404,6 +422,110 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
+def holm_levels(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
+    """The level Holm's step-down tests each p at (same order as given): ``alpha / (m − r + 1)`` for the
+    r-th smallest while every smaller one is rejected; from the first that is not, that step's level for it
+    and every larger p. A p is rejected (its Holm-adjusted p is below ``alpha``) exactly when it is below its
+    level, so an interval at this level agrees with the verdict."""
+    m = len(p_values)
+    levels = np.empty(m)
+    level = alpha / m if m else alpha
+    stopped = False
+    for rank, index in enumerate(np.argsort(p_values, kind="stable")):
+        if not stopped:
+            level = alpha / (m - rank)
+            stopped = not p_values[index] < level
+        levels[index] = level
+    return levels.tolist()
+
+
+def _bound(evidence: Evidence, level: float, side: str) -> float:
+    """The one-sided bound (``side`` ``"lower"`` or ``"upper"``) of the differences that the claim's test
+    (paired t and bootstrap, both must reject) does not reject at ``level``: the bound of the weaker part."""
+    samples = np.sort(evidence.samples)
+    allowed = math.ceil(level * (len(samples) + 1) - 1) - 1   # resamples beyond a rejected shift, at most
+    if side == "lower":
+        bootstrap = -math.inf if allowed < 0 else float(samples[allowed])
+    else:
+        bootstrap = math.inf if allowed < 0 else float(samples[len(samples) - 1 - allowed])
+    seed_level = evidence.seed_level
+    if seed_level.get("se") is None:
+        return bootstrap
+    half = float(stats.t.isf(level, seed_level["df"])) * seed_level["se"]
+    if side == "lower":
+        return min(bootstrap, seed_level["difference"] - half)
+    return max(bootstrap, seed_level["difference"] + half)
+
+
+def _two_sided_interval(evidence: Evidence, level: float) -> tuple[float, float]:
+    """The differences the claim's two-sided test against them does not reject at ``level``: the paired t's
+    interval joined with the centred bootstrap's (``effect ± q``, the test of :func:`_bootstrap_p`)."""
+    deviations = np.sort(np.abs(evidence.samples - evidence.effect))[::-1]
+    allowed = math.ceil(level * (len(deviations) + 1) - 1) - 1
+    q = math.inf if allowed < 0 else float(deviations[allowed])
+    low, high = evidence.effect - q, evidence.effect + q
+    seed_level = evidence.seed_level
+    if seed_level.get("se") is not None:
+        half = float(stats.t.isf(level / 2, seed_level["df"])) * seed_level["se"]
+        low, high = min(low, seed_level["difference"] - half), max(high, seed_level["difference"] + half)
+    return low, high
+
+
+def holm_interval(claim: Claim, evidence: Evidence, level: float, family_size: int) -> list[float]:
+    """``ci_holm`` (see the module docstring): the interval that agrees with the verdict, the claim tested at
+    ``level`` (its Holm level) and its contradiction, for a margin kind, at Bonferroni's ``ALPHA / family_size``.
+    A side that no resample count could reject at its level is unbounded (``None``)."""
+    against = ALPHA / family_size
+    if claim.kind in ("greater", "less"):
+        bounds = _two_sided_interval(evidence, level)
+    elif claim.kind == "not_less":
+        bounds = (_bound(evidence, level, "lower"), _bound(evidence, against, "upper"))
+    elif claim.kind == "not_greater":
+        bounds = (_bound(evidence, against, "lower"), _bound(evidence, level, "upper"))
+    else:
+        bounds = (_bound(evidence, level, "lower"), _bound(evidence, level, "upper"))
+    return [bound if math.isfinite(bound) else None for bound in bounds]
+
+
+def minimum_detectable_effect(seed_level: dict[str, Any], level: float, two_sided: bool,
+                              power: float = POWER) -> float | None:
+    """The smallest true distance from the null that a paired t over the seeds of ``seed_level`` (its
+    ``se`` and ``df``) detects with probability ``power`` at ``level`` (two-sided or one-sided), from the
+    noncentral t; ``None`` when the per-seed differences do not vary."""
+    se, df = seed_level.get("se"), seed_level.get("df")
+    if se is None:
+        return None
+    critical = float(stats.t.isf(level / 2 if two_sided else level, df))
+
+    def shortfall(noncentrality: float) -> float:
+        return float(stats.nct.sf(critical, df, noncentrality)) - power
+
+    upper = critical + 10.0
+    while shortfall(upper) < 0:
+        upper *= 2
+    return float(brentq(shortfall, 0.0, upper)) * se
+
+
+def interval_agrees(entry: dict[str, Any]) -> bool:
+    """Whether a judged claim's stored ``ci_holm`` says what its verdict says (the rule of the module
+    docstring; an unbounded side is ``None``). ✗ of an ``equivalent`` claim comes from its two-sided test
+    beyond the margin, which the interval does not carry: it only has to leave the margin band."""
+    if entry["verdict"] == "not tested":
+        return entry.get("ci_holm") is None
+    low, high = entry["ci_holm"]
+    low, high = -math.inf if low is None else low, math.inf if high is None else high
+    delta = entry["margin"] or 0.0
+    supports, contradicts = {
+        "greater": (low > 0, high < 0), "less": (high < 0, low > 0),
+        "not_less": (low > -delta, high < -delta), "not_greater": (high < delta, low > delta),
+        "equivalent": (-delta < low and high < delta, None)}[entry["kind"]]
+    if entry["verdict"] == "✓":
+        return supports
+    if entry["verdict"] == "✗":
+        return contradicts if contradicts is not None else not supports
+    return not supports and not contradicts
+
+
 VERDICT_FIELDS = ("kind", "effect", "p_holm", "p_against_corrected")
 """What :func:`verdict` reads from a judged claim's stored entry."""
 
@@ -459,10 +581,11 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
             failed (fewer seeds than :data:`MIN_SEEDS` becomes one here too).
 
     Returns:
-        ``{name: entry}``, each entry with ``verdict``, ``kind``, ``effect``, ``ci95``, ``p``, ``p_holm``,
-        ``p_against`` and ``p_against_corrected`` (``None`` but for the margin kinds), ``seeds``, ``margin``,
-        ``paper``, ``paper_effect``, ``unit``, ``test`` and ``seed_level``; a "not tested" entry has
-        ``reason`` and ``details`` instead, and no p.
+        ``{name: entry}``, each entry with ``verdict``, ``kind``, ``effect``, ``ci_holm`` (the interval that
+        agrees with the verdict) and its ``level``, ``ci95`` (the bootstrap's, descriptive), ``p``, ``p_holm``,
+        ``p_against`` and ``p_against_corrected`` (``None`` but for the margin kinds), ``mde``, ``seeds``,
+        ``margin``, ``paper``, ``paper_effect``, ``unit``, ``test`` and ``seed_level``; a "not tested" entry
+        has ``reason`` and ``details`` instead, and no p.
     """
     tested: dict[str, tuple[Claim, Evidence]] = {}
     out: dict[str, dict[str, Any]] = {}
@@ -473,19 +596,24 @@ def judge_family(judged: dict[str, tuple[Claim, Evidence | NotTested]]) -> dict[
                 "unit": claim.unit}
         if isinstance(evidence, NotTested):
             out[name] = {"verdict": "not tested", **base, "reason": evidence.reason, "details": evidence.details,
-                         "effect": None, "ci95": None, "p": None, "p_holm": None, "p_against": None,
-                         "p_against_corrected": None, "seeds": None}
+                         "effect": None, "ci_holm": None, "level": None, "ci95": None, "p": None,
+                         "p_holm": None, "p_against": None, "p_against_corrected": None, "mde": None,
+                         "seeds": None}
         else:
             tested[name] = (claim, evidence)
             out[name] = base
     raw = {name: p_value(claim, evidence) for name, (claim, evidence) in tested.items()}
     adjusted = dict(zip(raw, holm(list(raw.values())))) if raw else {}
+    levels = dict(zip(raw, holm_levels(list(raw.values())))) if raw else {}
     for name, (claim, evidence) in tested.items():
         against = p_against(claim, evidence)
         corrected = None if against is None else min(1.0, len(tested) * against)
         out[name].update(verdict=verdict(claim.kind, evidence.effect, adjusted[name], corrected),
                          effect=evidence.effect,
+                         ci_holm=holm_interval(claim, evidence, levels[name], len(tested)), level=levels[name],
                          ci95=list(evidence.ci95), p=raw[name], p_holm=adjusted[name], p_against=against,
-                         p_against_corrected=corrected, seeds=list(evidence.seeds),
-                         test=evidence.test, seed_level=evidence.seed_level)
+                         p_against_corrected=corrected,
+                         mde=minimum_detectable_effect(evidence.seed_level, levels[name],
+                                                       claim.kind in ("greater", "less")),
+                         seeds=list(evidence.seeds), test=evidence.test, seed_level=evidence.seed_level)
     return {name: {"verdict": out[name].pop("verdict"), **out[name]} for name in judged}
