@@ -31,14 +31,20 @@ def nearly_the_same(names: tuple[str, ...], rate: float, toggled: int = 2, seeds
     return made
 
 
-def verdicts(correct, flips, adversary_js=ATTENDS_UNLIKE) -> list[str]:
-    return [claim["verdict"] for claim in judge(correct, flips, adversary_js).values()]
+def far(rate: float, seed: int = 0, seeds: int = SEEDS) -> list[list[int]]:
+    """Per seed, 1 for each sentence on which a far adversarial attention keeps the decision."""
+    return outcomes({"far": rate}, seed, seeds)["far"]
+
+
+def verdicts(correct, flips, adversary_js=ATTENDS_UNLIKE, far_and_kept=None) -> list[str]:
+    far_and_kept = far(0.95, seeds=len(adversary_js)) if far_and_kept is None else far_and_kept
+    return [claim["verdict"] for claim in judge(correct, flips, adversary_js, far_and_kept).values()]
 
 
 def test_what_the_papers_claim_comes_out_supported():
     correct = {**nearly_the_same(("learned", "uniform_trained", "adversary_trained"), 0.7),
                **outcomes(dict(frozen_trained=0.95, encoder_free_frozen=0.9, encoder_free_uniform=0.6))}
-    assert verdicts(correct, outcomes(dict(attention=0.3, random=0.05))) == ["✓"] * 5
+    assert verdicts(correct, outcomes(dict(attention=0.3, random=0.05))) == ["✓"] * 6
 
 
 def test_the_opposite_comes_out_contradicted():
@@ -50,7 +56,7 @@ def test_the_opposite_comes_out_contradicted():
     for data_seed in range(3):
         correct = outcomes(rates, data_seed, seeds=5)
         flips = outcomes(dict(attention=0.02, random=0.15), data_seed, seeds=5)
-        assert verdicts(correct, flips, [0.6] * 5) == ["✗"] * 5
+        assert verdicts(correct, flips, [0.6] * 5, far(0.2, data_seed, seeds=5)) == ["✗"] * 6
 
 
 def test_differences_too_small_to_resolve_leave_the_claims_open_and_equal_arms_on_par():
@@ -58,19 +64,21 @@ def test_differences_too_small_to_resolve_leave_the_claims_open_and_equal_arms_o
     claims hold; with 3 such seeds, Holm's correction over the family leaves them open."""
     def judged_with(seeds: int) -> dict:
         return judge(nearly_the_same(MODELS, 0.78, toggled=1, seeds=seeds),
-                     nearly_the_same(("attention", "random"), 0.1, toggled=1, seeds=seeds), [0.6] * seeds)
+                     nearly_the_same(("attention", "random"), 0.1, toggled=1, seeds=seeds), [0.6] * seeds,
+                     far(0.5, seeds=seeds))
 
     five = judged_with(5)
-    assert [claim["verdict"] for claim in five.values()] == ["?", "✓", "?", "?", "✓"]  # "beats": no verdict
+    assert [claim["verdict"] for claim in five.values()] == ["?", "✓", "?", "?", "?", "✓"]  # "beats": no verdict
     for claim in five.values():
         low, high = claim["ci95"]
         assert low <= claim["effect"] <= high and claim["p"] <= claim["p_holm"] and claim["seeds"] == [5, 5]
     assert five["learned attention is no more accurate than uniform attention"]["margin"] == ACCURACY_MARGIN
-    assert [claim["verdict"] for claim in judged_with(3).values()] == ["?"] * 5
+    assert [claim["verdict"] for claim in judged_with(3).values()] == ["?"] * 6
 
 
 def test_an_adversary_that_attends_like_the_base_model_is_not_tested():
-    judged = judge(nearly_the_same(MODELS, 0.78), nearly_the_same(("attention", "random"), 0.1), [0.6, 0.1, 0.6])
+    judged = judge(nearly_the_same(MODELS, 0.78), nearly_the_same(("attention", "random"), 0.1), [0.6, 0.1, 0.6],
+                   far(0.95))
     entry = judged["a trained adversary, attending unlike the base model, is as accurate"]
     assert entry["verdict"] == "not tested" and "did not attend unlike" in entry["reason"]
 
@@ -79,6 +87,6 @@ def test_checks_count_the_seeds_and_sentences_the_claims_rest_on():
     correct = outcomes(dict.fromkeys(MODELS, 0.8))
     flips = {name: [values[:100] for values in per_seed] for name, per_seed in
              outcomes(dict(attention=0.1, random=0.1)).items()}
-    result = checks(correct, flips, ATTENDS_UNLIKE)
+    result = checks(correct, flips, ATTENDS_UNLIKE, far(0.9))
     assert (result["seeds"], result["n_test"], result["n_test_accuracy"]) == (SEEDS, 100, SENTENCES)
-    assert list(result["claims"]) == list(judge(correct, flips, ATTENDS_UNLIKE))
+    assert list(result["claims"]) == list(judge(correct, flips, ATTENDS_UNLIKE, far(0.9)))

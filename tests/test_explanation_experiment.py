@@ -82,7 +82,7 @@ def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
     checks = results["checks"]
     assert checks["seeds"] == 3 and checks["n_test_accuracy"] == len(TASK.test.labels)
     assert checks["n_test"] == min(len(TASK.test.labels), TINY.n_test)   # erasure: the evaluated subset
-    assert len(checks["claims"]) == 5
+    assert len(checks["claims"]) == 6
     for judged in checks["claims"].values():
         if judged["verdict"] != "not tested":
             assert {"verdict", "kind", "effect", "ci95", "p", "p_holm", "seeds", "margin", "paper", "test",
@@ -94,6 +94,10 @@ def test_the_checks_judge_the_per_sentence_outcomes_of_every_seed(tiny):
     free_gap = sum(row["encoder_free_frozen"] - row["encoder_free_uniform"] for row in results["baselines"]) / 3
     assert checks["claims"]["without an encoder, the base model's frozen attention beats uniform attention"][
         "effect"] == pytest.approx(free_gap)
+    # Jain & Wallace's claim: the share of sentences a far adversarial attention keeps, against one half
+    far_share = sum(row["share_js_above_half_max"] for row in results["adversarial"]) / 3
+    jain_wallace = checks["claims"]["for most sentences an attention far from the model's keeps its decision"]
+    assert jain_wallace["verdict"] == "not tested" or jain_wallace["effect"] <= far_share - 0.5 + 1e-6
 
 
 def test_per_sentence_correctness_and_flips_average_to_the_reported_rates(one_thread):

@@ -19,8 +19,9 @@ model trained with uniform attention; ``--workers N`` trains N at once.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -127,11 +128,21 @@ def permutation(model: AttentionClassifier, split: Split, permutations: int = 20
             "peaked_share": peaked.float().mean().item()}
 
 
-def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
-                steps: int = 200) -> dict[str, float]:
-    """Jain & Wallace §4.2 summary: mean JS divergence (max log 2 ≈ 0.693) of the adversarial attention from
-    the model's, the share of examples above 0.5 of the maximum, and the largest output change. Runs on
-    ``model``'s device."""
+class AdversarialOutcomes(NamedTuple):
+    """Per example of an evaluation split, ``(batch,)`` each: the Jensen–Shannon divergence of the adversarial
+    attention from the model's (nats, at most log 2), the change of the predicted class's probability under
+    it, and whether the prediction is kept."""
+
+    divergence: Tensor
+    output_change: Tensor
+    kept: Tensor
+
+
+def adversarial_outcomes(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
+                         steps: int = 200) -> AdversarialOutcomes:
+    """Jain & Wallace §4.2 on every example of ``split``: an attention as far (in JS) from the model's as an
+    output change of at most ``epsilon`` allows (:func:`~sparse_tutorial.interpret.adversarial_attention`).
+    Runs on ``model``'s device."""
     ids, mask, _ = on_device_of(model, split)
     with torch.no_grad():
         output = model(ids, mask)
@@ -140,11 +151,30 @@ def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
         labels = predictions(output.logits)
         moved = model(ids, mask, attention_weights=adversary).logits
         change = (class_probability(moved, labels) - class_probability(output.logits, labels)).abs()
-    divergence = jensen_shannon(adversary, output.weights)
+    return AdversarialOutcomes(jensen_shannon(adversary, output.weights), change, predictions(moved) == labels)
+
+
+def far_and_kept(outcomes: AdversarialOutcomes) -> Tensor:
+    """Per example, whether an attention at least half the largest JS divergence (log 2 / 2) away from the
+    model's keeps its prediction: Jain & Wallace's "a very different attention, the same decision"."""
+    return (outcomes.divergence > 0.5 * math.log(2.0)) & outcomes.kept
+
+
+def adversarial(model: AttentionClassifier, split: Split, epsilon: float = 0.01,
+                steps: int = 200) -> dict[str, float]:
+    """Jain & Wallace §4.2 summary of :func:`adversarial_outcomes`: mean JS divergence (max log 2 ≈ 0.693) of
+    the adversarial attention from the model's, the share of examples above 0.5 of the maximum, the largest
+    output change and the share of predictions kept."""
+    return adversarial_summary(adversarial_outcomes(model, split, epsilon=epsilon, steps=steps))
+
+
+def adversarial_summary(outcomes: AdversarialOutcomes) -> dict[str, float]:
+    """The means and extremes of :func:`adversarial` from per-example ``outcomes``."""
+    divergence, change, kept = outcomes
     return {"mean_js": divergence.mean().item(),
-            "share_js_above_half_max": (divergence > 0.5 * torch.log(torch.tensor(2.0))).float().mean().item(),
+            "share_js_above_half_max": (divergence > 0.5 * math.log(2.0)).float().mean().item(),
             "max_output_change": change.max().item(),
-            "prediction_kept_share": (predictions(moved) == labels).float().mean().item()}
+            "prediction_kept_share": kept.float().mean().item()}
 
 
 def frozen_attention(base: AttentionClassifier):
@@ -308,9 +338,9 @@ def execute(run: Run) -> dict[str, Any]:
     """One run of :func:`grid` at ``run["profile"]`` with ``run["seed"]``.
 
     Returns for ``"base"``: ``{"erasure", "permutation", "adversarial", "baselines", "correct",
-    "erasure_flips"}`` (dicts of :func:`erasure`, :func:`permutation`, :func:`adversarial` and
-    :func:`learned_baselines`; per model, :func:`correct` on the whole test set; per way of choosing the
-    token, :func:`erasure_flips` as 0/1); for ``"uniform"``: ``{"baselines", "correct"}`` of
+    "erasure_flips", "far_and_kept"}`` (dicts of :func:`erasure`, :func:`permutation`, :func:`adversarial`
+    and :func:`learned_baselines`; per model, :func:`correct` on the whole test set; per way of choosing the
+    token, :func:`erasure_flips` as 0/1; :func:`far_and_kept` as 0/1); for ``"uniform"``: ``{"baselines", "correct"}`` of
     :func:`uniform_models`. The per-example lists stay in the run's file; :func:`assemble` reduces them.
 
     Raises:
@@ -334,11 +364,13 @@ def execute(run: Run) -> dict[str, Any]:
     analysed = base.model.to(training["device"])   # the analyses run where the models trained
     evaluation, subset = evaluation_subset(task.test, sizes.n_test, name=f"{task.name} test")
     flips = erasure_flips(analysed, evaluation, seed=seed)
+    outcomes = adversarial_outcomes(analysed, evaluation)
     return {"evaluation_subset": subset.record(), "erasure": flip_rates(flips),
             "permutation": permutation(analysed, evaluation, seed=seed),
-            "adversarial": adversarial(analysed, evaluation),
+            "adversarial": adversarial_summary(outcomes),
             **accuracies,
-            "erasure_flips": {name: flipped.int().tolist() for name, flipped in flips.items()}}
+            "erasure_flips": {name: flipped.int().tolist() for name, flipped in flips.items()},
+            "far_and_kept": far_and_kept(outcomes).int().tolist()}
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -350,6 +382,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     rows: dict[str, list[dict[str, Any]]] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
     correct_by_model: dict[str, list[list[int]]] = {}
     flips_by_pick: dict[str, list[list[int]]] = {}
+    kept_far: list[list[int]] = []
     for seed in range(seeds):
         base = by_run[Run.of("base", profile=profile, seed=seed)]
         uniform = by_run[Run.of("uniform", profile=profile, seed=seed)]
@@ -360,6 +393,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
             correct_by_model.setdefault(name, []).append(values)
         for name, values in base["erasure_flips"].items():
             flips_by_pick.setdefault(name, []).append(values)
+        kept_far.append(base["far_and_kept"])
     adversary_js = [row["adversary_js_from_base"] for row in rows["baselines"]]
     subsets = {json.dumps(by_run[Run.of("base", profile=profile, seed=seed)]["evaluation_subset"], sort_keys=True)
                for seed in range(seeds)}
@@ -368,7 +402,7 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
                          "seed must see the same test sentences")
     return {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
             "evaluation_subset": json.loads(subsets.pop()),
-            **rows, "checks": checks(correct_by_model, flips_by_pick, adversary_js)}
+            **rows, "checks": checks(correct_by_model, flips_by_pick, adversary_js, kept_far)}
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
