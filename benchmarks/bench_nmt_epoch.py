@@ -36,8 +36,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from sparse_tutorial.experiments.equivalence import _export, untimed
-from sparse_tutorial.experiments.runner import _git_commit, results_dir
+from sparse_tutorial.runs.equivalence import _export, untimed
+from sparse_tutorial.runs.runner import _git_commit, results_dir
 
 THIS_LIBRARY = Path(__file__).resolve().parents[1]
 EPOCH = """

@@ -31,7 +31,7 @@ import torch
 
 from sparse_tutorial.experiments.nmt.data import translation_corpus
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, train_system
-from sparse_tutorial.experiments.runner import _git_commit, results_dir
+from sparse_tutorial.runs.runner import _git_commit, results_dir
 from sparse_tutorial.hardware import cpu_backend
 
 BEFORE = "constant learning rate"

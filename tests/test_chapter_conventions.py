@@ -129,5 +129,5 @@ def test_ignored_outputs_say_why_and_keep_their_claims(path):
         if "machine-dependent" in tags:
             assert re.search(r"^\s*(assert\b|check\()", cell.source, re.MULTILINE), (
                 f"{where}: nbval ignores its text, so the claim it prints must be an assert (or a "
-                "sparse_tutorial.claims check) in the cell"
+                "sparse_tutorial.stats.claims check) in the cell"
             )

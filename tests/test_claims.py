@@ -2,7 +2,7 @@
 turned a knob."""
 import pytest
 
-from sparse_tutorial.claims import ClaimChecker, ClaimWarning
+from sparse_tutorial.stats.claims import ClaimChecker, ClaimWarning
 
 
 def test_a_failing_claim_raises_at_the_default_knobs(monkeypatch):

@@ -5,7 +5,7 @@ chapter's claims are one Holm family, and a task with fewer than 3 seeds is "not
 import pytest
 
 from sparse_tutorial.experiments.classification.claims import TABLE_2_SCALES, judge
-from sparse_tutorial.experiments.inference import ACCURACY_MARGIN
+from sparse_tutorial.stats.inference import ACCURACY_MARGIN
 
 RIGHT = [1] * 200                    # every test document right
 HALF = [1, 0] * 100                  # half of them

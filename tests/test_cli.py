@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from sparse_tutorial.experiments import runner
+from sparse_tutorial.runs import runner
 from sparse_tutorial.experiments.__main__ import main as experiments_main
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tutorial.experiments import equivalence, runner
-from sparse_tutorial.experiments.equivalence import CodeDiffersError, equivalent_codes, establish
-from sparse_tutorial.experiments.records import Status, code_fingerprint, read_record, sealed
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs import equivalence, records, runner
+from sparse_tutorial.runs.equivalence import CodeDiffersError, establish
+from sparse_tutorial.runs.records import Status, code_fingerprint, equivalent_codes, read_record, sealed
+from sparse_tutorial.runs.sweep import Run
 
 PACKAGE = Path(equivalence.__file__).resolve().parents[1]
 REPOSITORY = PACKAGE.parent
@@ -34,7 +34,7 @@ def test_equivalent_codes_follow_chains_of_pairs_within_one_experiment(tmp_path)
 
 @pytest.mark.parametrize("text", ["{not json", json.dumps([1, 2]), json.dumps({"format": "other", "pairs": []})])
 def test_a_broken_equivalence_file_is_named(tmp_path, text):
-    (tmp_path / equivalence.FILE_NAME).write_text(text)
+    (tmp_path / records.EQUIVALENCE_FILE).write_text(text)
     with pytest.raises(ValueError, match="code_equivalence.json"):
         equivalent_codes("nmt", "a", tmp_path)
 
@@ -122,7 +122,7 @@ def test_every_committed_run_record_is_reusable_by_this_code(folder):
     accepted = {identity["code"], *identity["equivalent_codes"]}
     stale = sorted({json.loads(p.read_text())["identity"]["code"] for p in folder.glob("*.json")} - accepted)
     assert not stale, (f"{folder.name}: records of code {stale} are not valid for this code ({identity['code']}); "
-                       f"run `python -m sparse_tutorial.experiments.equivalence {name} --against COMMIT` with "
+                       f"run `python -m sparse_tutorial.runs.equivalence {name} --against COMMIT` with "
                        f"a commit of that code, or redo the runs")
 
 
@@ -130,7 +130,7 @@ def test_the_same_source_fingerprinted_another_way_is_linked_without_a_probe(tmp
     """An old version whose fingerprint was computed differently (here: ``ast.dump``, which differs between
     Python versions) but which runs the same source files: recorded as identical source, no probe run."""
     old_library = committed_copy(tmp_path / "old")
-    other_scheme = commit_edit(old_library, "experiments/records.py", "    return _syntax(tree)\n",
+    other_scheme = commit_edit(old_library, "runs/records.py", "    return _syntax(tree)\n",
                                "    return ast.dump(tree)\n")
     recorded = establish("explanation", other_scheme, directory=tmp_path / "results", repository=old_library)
     assert recorded["basis"] == "identical source" and "probe_runs" not in recorded
@@ -146,7 +146,7 @@ def test_every_probe_shrinks_sizes_that_exist(name):
     ``embedding_dim`` and ``hidden_dim``, and could not run)."""
     import importlib
 
-    from sparse_tutorial.experiments.records import EXPERIMENTS
+    from sparse_tutorial.runs.records import EXPERIMENTS
 
     assert set(equivalence.SHRINK) == set(EXPERIMENTS)
     sizes = importlib.import_module(f"sparse_tutorial.experiments.{name}").SIZES

@@ -35,7 +35,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sparse_tutorial.experiments import load_results, runner
+from sparse_tutorial.experiments import load_results
+from sparse_tutorial.runs import runner
 from test_nbval_sanitize import sanitize
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

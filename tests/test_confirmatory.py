@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sparse_tutorial.experiments import confirmatory as c
+from sparse_tutorial.stats import confirmatory as c
 from sparse_tutorial.experiments.nmt import design, runs_of
 from sparse_tutorial.experiments.nmt.results import confirmatory as assemble_confirmatory
 
@@ -132,7 +132,7 @@ APPENDIX = Path(__file__).resolve().parents[1] / "book" / "appendix" / "reproduc
 
 def test_the_appendix_shows_the_design_the_code_fixes_and_its_worked_example_prints_what_it_says(capsys):
     page = APPENDIX.read_text(encoding="utf-8")
-    generated = page.split("<!-- generated: python -m sparse_tutorial.experiments.confirmatory nmt")[1]
+    generated = page.split("<!-- generated: python -m sparse_tutorial.stats.confirmatory nmt")[1]
     assert generated.split("```text\n")[1].split("```")[0].rstrip("\n") == design.describe()
     code = page.split("### A confirmatory design")[1].split("```python\n")[1].split("```")[0]
     exec(compile(code, "reproducibility.md", "exec"), {})

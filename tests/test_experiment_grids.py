@@ -12,7 +12,7 @@ from sparse_tutorial.experiments import classification, interpretability
 
 from sparse_tutorial.experiments.classification import data as classification_data
 from sparse_tutorial.experiments.classification import Split, Task, fit, lambda_table, synthetic_task
-from sparse_tutorial.experiments.sweep import Run, as_stored
+from sparse_tutorial.runs.sweep import Run, as_stored
 from sparse_tutorial.interpret import batched_kendall_tau_b
 from sparse_tutorial.models.classifier import SUN_LU_VARIANTS, meister_config
 

@@ -6,7 +6,8 @@ import types
 import pytest
 import torch
 
-from sparse_tutorial.experiments import available, load_results, run_experiment, runner
+from sparse_tutorial.experiments import available, load_results, run_experiment
+from sparse_tutorial.runs import runner
 from sparse_tutorial.experiments.__main__ import main
 
 
@@ -63,7 +64,7 @@ def test_nmt_runs_end_to_end_on_a_toy_corpus(monkeypatch, toy_translation):
     from dataclasses import replace
 
     from sparse_tutorial.experiments import nmt
-    from sparse_tutorial.experiments.inference import VERDICTS
+    from sparse_tutorial.stats.inference import VERDICTS
 
     data, sizes = toy_translation
     tiny = replace(sizes, systems=("NMT", "+Sparsemax", "+Entropy", "+Temp 0.1", "+Temp 0.4"),
@@ -187,7 +188,7 @@ def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     without attention, and alignment.json's contract (issue 29): AER per system with its seeds, the
     diagonal's AER and the claims, 'not tested' where an arm did not run or fails its controls."""
     from sparse_tutorial.experiments import alignment
-    from sparse_tutorial.experiments.inference import VERDICTS
+    from sparse_tutorial.stats.inference import VERDICTS
 
     corpus, sizes = toy_alignment
     monkeypatch.setitem(alignment.SIZES, "quick", sizes)

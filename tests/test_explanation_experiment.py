@@ -7,8 +7,8 @@ import pytest
 
 from sparse_tutorial.experiments import explanation as E
 from sparse_tutorial.experiments.classification import evaluation_subset, fit, synthetic_task
-from sparse_tutorial.experiments.runner import sweep_experiment
-from sparse_tutorial.experiments.sweep import Run, as_stored
+from sparse_tutorial.runs.runner import sweep_experiment
+from sparse_tutorial.runs.sweep import Run, as_stored
 from sparse_tutorial.models.classifier import meister_config
 
 TINY = replace(E.SIZES["quick"], n_train=None, epochs=2, embedding_dim=6, hidden_dim=6, n_test=10)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparse_tutorial.experiments import cost
+from sparse_tutorial.runs import cost
 
 REPO = Path(__file__).resolve().parent.parent
 APPENDIX = REPO / "book" / "appendix" / "reproducibility.md"

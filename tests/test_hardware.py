@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sparse_tutorial.experiments.runner import environment
+from sparse_tutorial.runs.runner import environment
 from sparse_tutorial.hardware import BACKEND_VARIABLES, cpu_backend, describe_cpu_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))

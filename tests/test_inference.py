@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     ALPHA, POWER, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
     holm_levels, interval_agrees, judge_family, minimum_detectable_effect, ratio_score, seed_interval, seed_test,
     t_needed, verdict,
@@ -211,7 +211,7 @@ def test_the_appendix_states_the_margins_and_the_tie_bound_gap_the_code_uses():
     from sparse_tutorial.experiments.nmt import claims as nmt_claims
 
     from sparse_tutorial.experiments.summarization import claims as summarization_claims
-    from sparse_tutorial.experiments.inference import ACCURACY_MARGIN
+    from sparse_tutorial.stats.inference import ACCURACY_MARGIN
     text = " ".join((Path(__file__).resolve().parent.parent / "book" / "appendix" / "reproducibility.md").read_text().split())
     assert ACCURACY_MARGIN == 0.01 and "one accuracy point (`ACCURACY_MARGIN`, chapters 11 and 13)" in text
     assert nmt_claims.BLEU_MARGIN == 0.5 and "0.5 BLEU (chapter 9)" in text
@@ -233,7 +233,7 @@ def test_every_stored_claim_carries_what_the_standard_asks(name):
     MIN_SEEDS, else "not tested"), a verdict of the four, a margin for the margin kinds, and a verdict that
     follows from the stored numbers."""
     from sparse_tutorial.experiments import load_results
-    from sparse_tutorial.experiments.inference import KINDS, MIN_SEEDS, VERDICTS
+    from sparse_tutorial.stats.inference import KINDS, MIN_SEEDS, VERDICTS
 
     claims = load_results(name)["checks"]["claims"]
     assert claims

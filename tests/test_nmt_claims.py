@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sparse_tutorial.experiments.alignment import claims as alignment_claims
-from sparse_tutorial.experiments.inference import aer_score, bleu_statistics, bleu_score, compare, ratio_score
+from sparse_tutorial.stats.inference import aer_score, bleu_statistics, bleu_score, compare, ratio_score
 from sparse_tutorial.experiments.nmt.claims import CLAIMS, EXPLORATORY, MECHANISMS, exploratory_table, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.results import converged
 

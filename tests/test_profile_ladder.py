@@ -1,7 +1,7 @@
 """One profile ladder (quick / medium / full) that every experiment honours (sparse_tutorial.profiles)."""
 import pytest
 
-from sparse_tutorial.experiments.runner import accepted_profiles, available
+from sparse_tutorial.runs.runner import accepted_profiles, available
 from sparse_tutorial.profiles import PROFILES, profile, training_device
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sparse_tutorial.atomic import UnwritableDirectoryError
-from sparse_tutorial.experiments import runner, write_results
+from sparse_tutorial.experiments import write_results
+from sparse_tutorial.runs import runner
 
 
 def _strict_loads(text: str):

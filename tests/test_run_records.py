@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from sparse_tutorial.experiments import records, runner, sweep
+from sparse_tutorial.runs import records, runner, sweep
 from sparse_tutorial.experiments.__main__ import main
-from sparse_tutorial.experiments.records import RecordNotStoredError, code_fingerprint, code_files
-from sparse_tutorial.experiments.runner import ResultsFileError, available, load_results
-from sparse_tutorial.experiments.sweep import Run, StaleRecordsError, run_sweep
+from sparse_tutorial.runs.records import RecordNotStoredError, code_fingerprint, code_files
+from sparse_tutorial.runs.runner import ResultsFileError, available, load_results
+from sparse_tutorial.runs.sweep import Run, StaleRecordsError, run_sweep
 
 GRID = [Run.of("system", name=name, seed=seed) for name in ("a", "b") for seed in range(2)]
 IDENTITY = {"sizes": "sizes-1", "code": "code-1"}
@@ -146,7 +146,8 @@ def test_the_code_fingerprint_covers_what_runs_and_ignores_docstrings(tmp_path):
     assert {"experiments/nmt/__init__.py", "experiments/nmt/training.py", "models/seq2seq.py", "attention.py",
             "projections/fused_sparsemax.cpp"} <= names
     assert not names & {"experiments/nmt/claims.py", "experiments/nmt/results.py", "experiments/nmt/checkpoints.py",
-                        "experiments/verdicts.py", "experiments/sweep.py", "experiments/classification/__init__.py",
+                        "stats/verdicts.py", "stats/inference.py", "runs/sweep.py", "runs/records.py",
+                        "experiments/classification/__init__.py",
                         "experiments/summarization/data.py", "experiments/alignment/__init__.py",
                         "experiments/alignment/training.py"}
     assert code_fingerprint("nmt") != code_fingerprint("classification")

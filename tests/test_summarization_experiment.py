@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sparse_tutorial.experiments import summarization as S
-from sparse_tutorial.experiments.sweep import run_sweep
+from sparse_tutorial.runs.sweep import run_sweep
 
 PAIRS = [
     ("zorblax is a tool for fast file sync . it copies files .", "fast file sync tool zorblax"),

@@ -7,9 +7,10 @@ from dataclasses import replace
 import pytest
 
 from sparse_tutorial import training
-from sparse_tutorial.experiments import alignment, nmt, runner, sweep
+from sparse_tutorial.experiments import alignment, nmt
+from sparse_tutorial.runs import runner, sweep
 from sparse_tutorial.experiments.__main__ import main
-from sparse_tutorial.experiments.sweep import Run, RayMissingError, run_sweep
+from sparse_tutorial.runs.sweep import Run, RayMissingError, run_sweep
 
 
 TOY_RUNS = [nmt.system_run("quick", nmt.SYSTEMS[name], seed) for name in ("NMT", "+Sparsemax") for seed in (0, 1)]

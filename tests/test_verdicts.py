@@ -1,9 +1,9 @@
-"""The verdict rule and the tests every experiment's claims use (experiments/verdicts.py)."""
+"""The verdict rule and the tests every experiment's claims use (stats/verdicts.py)."""
 import numpy as np
 import pytest
 
-from sparse_tutorial.experiments.inference import Claim, compare, judge_family
-from sparse_tutorial.experiments.verdicts import claims_table, described_claim, verdicts_in_brief
+from sparse_tutorial.stats.inference import Claim, compare, judge_family
+from sparse_tutorial.stats.verdicts import claims_table, described_claim, verdicts_in_brief
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 

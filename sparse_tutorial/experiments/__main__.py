@@ -27,8 +27,8 @@ from typing import Sequence
 
 from sparse_tutorial.atomic import UnwritableDirectoryError
 from sparse_tutorial.data.cache import CorpusNotFetchedError
-from sparse_tutorial.experiments.records import RecordNotStoredError
-from sparse_tutorial.experiments.runner import (
+from sparse_tutorial.runs.records import RecordNotStoredError
+from sparse_tutorial.runs.runner import (
     ResultsNotWrittenError,
     accepted_profiles,
     available,
@@ -39,7 +39,7 @@ from sparse_tutorial.experiments.runner import (
     run_experiment,
     runs_dir,
 )
-from sparse_tutorial.experiments.sweep import RUN_ORDERS, GridIncompleteError, RayMissingError, StaleRecordsError
+from sparse_tutorial.runs.sweep import RUN_ORDERS, GridIncompleteError, RayMissingError, StaleRecordsError
 
 
 def _positive_int(text: str) -> int:

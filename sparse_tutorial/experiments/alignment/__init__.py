@@ -25,7 +25,7 @@ from sparse_tutorial.experiments.alignment.data import Alignment, AlignmentCorpu
 from sparse_tutorial.experiments.alignment import results as alignment_results
 from sparse_tutorial.experiments.alignment.training import baseline_alignment_scores, run_alignment
 from sparse_tutorial.experiments.nmt.training import SYSTEMS, attention_measures, build_model, loss_for
-from sparse_tutorial.experiments.sweep import Run, run_sweep
+from sparse_tutorial.runs.sweep import Run, run_sweep
 from sparse_tutorial.profiles import default_device
 
 PARTIAL_GRIDS = True

@@ -1,5 +1,5 @@
 """Zhang et al.'s claims on word alignment (Table III), fixed before the stored run, and how chapter 9 judges
-them (:mod:`~sparse_tutorial.experiments.inference`).
+them (:mod:`~sparse_tutorial.stats.inference`).
 
 Table III aligns Chinese→English; the claims are judged here on Greek→English verses with manual links. AER
 is resampled by verse within each seed and judged over seeds (lower is better).
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import Claim, Comparison, Evidence, NotTested, judge_family
+from sparse_tutorial.stats.inference import Claim, Comparison, Evidence, NotTested, judge_family
 
 SHUFFLE_NLL_GAP = 0.5
 UNIFORM_ENTROPY_GAP = 0.5

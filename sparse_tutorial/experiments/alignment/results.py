@@ -20,9 +20,9 @@ from sparse_tutorial.experiments.alignment.claims import CLAIMS, alignment_contr
 from sparse_tutorial.experiments.alignment.data import Alignment, alignment_corpus
 from sparse_tutorial.experiments.alignment.training import EXAMPLES
 from sparse_tutorial.experiments.nmt.data import middling_verses
-from sparse_tutorial.experiments.inference import Evidence, aer_score, compare, seed_interval
-from sparse_tutorial.experiments.runner import mean_std, rounded
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.stats.inference import Evidence, aer_score, compare, seed_interval
+from sparse_tutorial.runs.runner import mean_std, rounded
+from sparse_tutorial.runs.sweep import Run
 
 SCORES = ("aer", "saer", "argmax_agreement", "entropy_per_token", "sink_share_first", "sink_share_last", "test_nll",
           "shuffled_source_nll", "best_epoch")

@@ -18,7 +18,7 @@ dev, and :func:`accuracy`); their names are importable from here too -- plus the
 Table 2 on the whole of Rotten Tomatoes, 20News I and 20News II, early stopping on dev, sized for a 2-core
 CPU). The experiment is a grid of runs (:func:`grid`: one per trained model, :func:`system_run`), each
 trained and evaluated by :func:`execute` and combined by :func:`assemble` (see
-:mod:`~sparse_tutorial.experiments.runner`), which judges the paper's claims with
+:mod:`~sparse_tutorial.runs.runner`), which judges the paper's claims with
 :mod:`~sparse_tutorial.experiments.classification.claims`.
 
 Device: :func:`fit` trains on ``device`` (default the CPU, which is what the quick and medium profiles use,
@@ -55,8 +55,8 @@ from sparse_tutorial.experiments.classification.training import (  # noqa: F401 
     training_loss,
     uniform_attention,
 )
-from sparse_tutorial.experiments.runner import sweep_experiment
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs.runner import sweep_experiment
+from sparse_tutorial.runs.sweep import Run
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE, token_scores
 from sparse_tutorial.models.classifier import (
     SUN_LU_VARIANTS,

@@ -1,20 +1,20 @@
 """Sun & Lu's (2020) claims (Table 2, Figs. 2-5, §5), fixed before the stored run, and how chapter 11 judges
-them on the runs of experiment ``classification`` (:mod:`~sparse_tutorial.experiments.inference`).
+them on the runs of experiment ``classification`` (:mod:`~sparse_tutorial.stats.inference`).
 
 **Accuracy** (Table 2, the VᵀW penalty) is the share of correct test documents. Seeds are the unit: seed
 ``s`` of one model is paired with seed ``s`` of the other (the same initialisation and batch order), the
 95 % interval comes from a hierarchical bootstrap over seeds and documents, and the seed-level test is a
 paired t over seeds. "Does not hurt" and "no gain" have a margin of
-:data:`~sparse_tutorial.experiments.inference.ACCURACY_MARGIN` (one point): ✓ only when the run shows the
+:data:`~sparse_tutorial.stats.inference.ACCURACY_MARGIN` (one point): ✓ only when the run shows the
 difference is within it, never because a test failed to reject.
 
 **Token classes** (Figs. 2-5, §5) compare the mean score of one class of tokens with another's in the same
-trained model (:func:`~sparse_tutorial.experiments.inference.compare_groups`): per seed, the difference of
+trained model (:func:`~sparse_tutorial.stats.inference.compare_groups`): per seed, the difference of
 the class means; the bootstrap resamples the seeds, then each class's tokens; the paired t runs over the
 seeds' class means, so tokens are never the samples of the test.
 
 Every task's claims are one family, Holm-corrected together (:func:`judge`); a task trained with fewer than
-:data:`~sparse_tutorial.experiments.inference.MIN_SEEDS` seeds has its claims "not tested".
+:data:`~sparse_tutorial.stats.inference.MIN_SEEDS` seeds has its claims "not tested".
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     ACCURACY_MARGIN, Claim, Evidence, NotTested, compare, compare_groups, judge_family, mean_score,
 )
 
@@ -88,7 +88,7 @@ def paper_accuracy(task: str, variant: str, scale: float) -> float:
 
 def judge(tasks: Sequence[tuple[str, int, Correct, Analyses]]) -> dict[str, dict[str, Any]]:
     """Every claim the runs of ``tasks`` allow, Holm-corrected as one family: ``{claim: entry}`` (the entries
-    of :func:`~sparse_tutorial.experiments.inference.judge_family`), each name starting with the task's
+    of :func:`~sparse_tutorial.stats.inference.judge_family`), each name starting with the task's
     short name.
 
     Args:

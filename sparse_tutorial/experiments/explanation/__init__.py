@@ -38,8 +38,8 @@ from sparse_tutorial.experiments.classification import (
 )
 from sparse_tutorial.experiments.explanation.claims import checks
 from sparse_tutorial.experiments.interpretability import on_device_of
-from sparse_tutorial.experiments.runner import sweep_experiment
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs.runner import sweep_experiment
+from sparse_tutorial.runs.sweep import Run
 from sparse_tutorial.interpret import (
     adversarial_attention,
     class_probability,

@@ -1,5 +1,5 @@
 """The claims of chapter 13 (Serrano & Smith, Wiegreffe & Pinter, 2019), fixed before the stored run, and
-how they are judged on the runs of experiment ``explanation`` (:mod:`~sparse_tutorial.experiments.inference`).
+how they are judged on the runs of experiment ``explanation`` (:mod:`~sparse_tutorial.stats.inference`).
 
 Every measure is a share over test sentences of a per-sentence 0/1 outcome (a correct decision, or a
 decision that flips when a token is erased), so a claim's effect is a difference of shares, in points of
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     ACCURACY_MARGIN, Claim, Comparison, Evidence, NotTested, compare, judge_family, mean_score,
 )
 ADVERSARY_MIN_JS = math.log(2) / 2
@@ -61,7 +61,7 @@ CLAIMS: dict[str, Comparison] = {
 
 
 def outcome_evidence(outcomes: PerSeed, a: str, b: str, what: str) -> Evidence:
-    """:func:`~sparse_tutorial.experiments.inference.compare` of the shares of ``outcomes[a]`` and ``outcomes[b]``."""
+    """:func:`~sparse_tutorial.stats.inference.compare` of the shares of ``outcomes[a]`` and ``outcomes[b]``."""
     def stacked(name: str) -> np.ndarray:
         values = np.asarray(outcomes[name], dtype=float)                       # (seeds, items)
         return np.stack([values, np.ones_like(values)], axis=-1)
@@ -70,7 +70,7 @@ def outcome_evidence(outcomes: PerSeed, a: str, b: str, what: str) -> Evidence:
 
 def judge(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float],
           far_and_kept: Sequence[Sequence[int]]) -> dict[str, dict[str, Any]]:
-    """Every claim of :data:`CLAIMS`, by :func:`~sparse_tutorial.experiments.inference.judge_family`.
+    """Every claim of :data:`CLAIMS`, by :func:`~sparse_tutorial.stats.inference.judge_family`.
 
     Args:
         correct: per model (``learned``, ``uniform_trained``, ``frozen_trained``, ``adversary_trained``,

@@ -16,7 +16,7 @@ the paper's claims are :mod:`~sparse_tutorial.experiments.interpretability.claim
 ``python -m sparse_tutorial.experiments interpretability --profile full --seeds 3`` writes
 ``book/results/interpretability.json`` (``--profile medium``: the stored run, sized for a shared 2-core CPU; :data:`SIZES`):
 a grid of runs (:func:`grid`, one per trained model), each trained and measured by :func:`execute` and
-combined by :func:`assemble` (see :mod:`~sparse_tutorial.experiments.runner`).
+combined by :func:`assemble` (see :mod:`~sparse_tutorial.runs.runner`).
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from torch import Tensor
 
 from sparse_tutorial.experiments.classification import Split, Task, cached_task, evaluation_subset, fit
 from sparse_tutorial.experiments.interpretability.claims import judge
-from sparse_tutorial.experiments.runner import sweep_experiment
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs.runner import sweep_experiment
+from sparse_tutorial.runs.sweep import Run
 from sparse_tutorial.interpret import (
     batched_kendall_tau_b,
     gradient_importance,

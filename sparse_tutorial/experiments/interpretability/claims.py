@@ -1,12 +1,12 @@
 """Meister et al.'s claims (2021: Table 1, Table 2, Fig. 3), fixed before the stored run, and how chapter 12
-judges them on the runs of experiment ``interpretability`` (:mod:`~sparse_tutorial.experiments.inference`),
+judges them on the runs of experiment ``interpretability`` (:mod:`~sparse_tutorial.stats.inference`),
 per data set and encoder.
 
 The paper's variable is sparsegen's λ, a property of a trained model. A **trend** claim (Table 2, Fig. 3)
 is judged per trained seed: Kendall's τ-b between λ and the runs' mean measure over the test sentences
 (sparsemax is λ = 0; softmax has no λ and takes no part); the effect is the mean τ-b over seeds, its
 interval a hierarchical bootstrap over seeds and test sentences, and the seed-level test a t-test of the
-seeds' τ-b against 0 (:func:`~sparse_tutorial.experiments.inference.trend`). Table 1's "the influence stays
+seeds' τ-b against 0 (:func:`~sparse_tutorial.stats.inference.trend`). Table 1's "the influence stays
 spread" compares sparsemax with softmax, seed by seed, with a margin of :data:`ENTROPY_MARGIN`.
 
 **τ-b at its tie bound.** Exact zeros of sparse attention are ties, and τ-b against a tie-free importance
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     Claim, Evidence, NotTested, compare, judge_family, ratio_score, trend,
 )
 
@@ -43,7 +43,7 @@ PAPER_TABLE_2 = {("rotten_tomatoes", "bilstm"): -0.87, ("rotten_tomatoes", "tran
 
 def item_statistics(rows: list[dict[str, Any]], key: str) -> np.ndarray:
     """``(len(rows), items, 2)``: each row's per-item ``key`` and a weight of 1, or ``(0, 0)`` where the value
-    is undefined, so :func:`~sparse_tutorial.experiments.inference.ratio_score` is the mean over defined items."""
+    is undefined, so :func:`~sparse_tutorial.stats.inference.ratio_score` is the mean over defined items."""
     values = np.array([[np.nan if v is None else v for v in row["items"][key]] for row in rows], dtype=float)
     defined = ~np.isnan(values)
     return np.stack([np.where(defined, values, 0.0), defined.astype(float)], axis=-1)
@@ -80,7 +80,7 @@ def at_tie_bound(rows: list[dict[str, Any]], key: str) -> list[float]:
 
 def judge(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every claim for each data set and encoder that ``rows`` (the runs' rows, with their ``items``) hold,
-    Holm-corrected as one family: ``{claim: entry}`` (:func:`~sparse_tutorial.experiments.inference.judge_family`)."""
+    Holm-corrected as one family: ``{claim: entry}`` (:func:`~sparse_tutorial.stats.inference.judge_family`)."""
     family: dict[str, tuple[Claim, Evidence | NotTested]] = {}
     for task, encoder in dict.fromkeys((row["task"], row["encoder"]) for row in rows):
         mine = [row for row in rows if row["task"] == task and row["encoder"] == encoder]

@@ -43,7 +43,7 @@ from sparse_tutorial.experiments.nmt.results import assemble
 from sparse_tutorial.experiments.nmt.training import (
     HEADLINE, SIZES, SYSTEMS, Sizes, System, test_system, train_system, training_speed, verse_measures,
 )
-from sparse_tutorial.experiments.sweep import Run, run_sweep
+from sparse_tutorial.runs.sweep import Run, run_sweep
 from sparse_tutorial.metrics import repeated_ngram_fraction
 from sparse_tutorial.profiles import default_device
 

@@ -6,7 +6,7 @@ system is stored under ``<data cache>/checkpoints`` (:func:`checkpoint_path`), s
 8's baseline and a chapter run twice loads its systems instead of training them again.
 
 No run of the stored grid calls this module (it is left out of the ``nmt`` runs' code fingerprint,
-:mod:`~sparse_tutorial.experiments.records`).
+:mod:`~sparse_tutorial.runs.records`).
 """
 from __future__ import annotations
 

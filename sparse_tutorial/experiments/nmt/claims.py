@@ -1,5 +1,5 @@
 """Zhang et al.'s claims on translation (§VII-A, Tables I, II and IV), fixed before the stored run, and how
-chapter 9 judges them (:mod:`~sparse_tutorial.experiments.inference`). The alignment claims of Table III
+chapter 9 judges them (:mod:`~sparse_tutorial.stats.inference`). The alignment claims of Table III
 are :mod:`~sparse_tutorial.experiments.alignment.claims`.
 
 The paper's German→English results are its Table II, whose numbers did not survive the text extraction;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     Claim, Comparison, Evidence, NotTested, acted, idle_interventions, judge_family,
 )
 

@@ -6,7 +6,7 @@ module fixes, from the pilot alone and before any fresh seed: which claims are *
 family, each claim powered at ≥ 80 %), which are **secondary** (their own family, trained after the
 primary arms, powered or not), and which are **estimation only** (effect and interval, no verdict: no
 affordable run can decide them); the seeds; the test and interval
-(:mod:`~sparse_tutorial.experiments.confirmatory`: exact Wilcoxon signed-rank over fresh seeds, Bonferroni,
+(:mod:`~sparse_tutorial.stats.confirmatory`: exact Wilcoxon signed-rank over fresh seeds, Bonferroni,
 the Hodges–Lehmann interval of the same test); and what counts as an attention **collapse**.
 
 **Seeds.** Fresh seeds :data:`FRESH_SEEDS` (3 … 12, never run before this design), 10 per arm, for every arm of
@@ -27,7 +27,7 @@ rank, so the power stated is a lower bound.
 BLEU 8.6–18.5, every other run at least 1.38 nats). Per penalised arm, the share of seeds that collapse
 is reported with its exact (Clopper–Pearson) interval.
 
-``python -m sparse_tutorial.experiments.confirmatory nmt`` prints the design table (power and minimum
+``python -m sparse_tutorial.stats.confirmatory nmt`` prints the design table (power and minimum
 detectable effect of every claim at the design's seeds: :func:`describe`).
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 from scipy import stats
 
-from sparse_tutorial.experiments.confirmatory import (
+from sparse_tutorial.stats.confirmatory import (
     POWER_TARGET, Judged, clopper_pearson, judge, minimum_detectable_effect, power)
 from sparse_tutorial.experiments.nmt.claims import BLEU_MARGIN
 
@@ -171,7 +171,7 @@ def judge_family(name: str, bleu: Mapping[str, Mapping[int, float]]) -> dict[str
 
 
 def describe() -> str:
-    """The design table as text (``python -m sparse_tutorial.experiments.confirmatory nmt`` prints it)."""
+    """The design table as text (``python -m sparse_tutorial.stats.confirmatory nmt`` prints it)."""
     lines = [f"pilot sd {PILOT_SD} BLEU ({PILOT_DF} df), powered with its upper 80 % bound {SD_FOR_POWER}; "
              f"{len(FRESH_SEEDS)} fresh seeds per arm, power target {POWER_TARGET:.0%}"]
     lines += [f"{row['family']:10s} {claim:55s} {row['kind']:12s} powered for {row['powered_for']:+6.2f} "

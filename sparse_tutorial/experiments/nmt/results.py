@@ -17,14 +17,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score, seed_interval)
 from sparse_tutorial.experiments.nmt import design
 from sparse_tutorial.experiments.nmt.claims import CLAIMS, EXPLORATORY, MECHANISMS, exploratory_table, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.data import TranslationData, translation_corpus
 from sparse_tutorial.experiments.nmt.training import SIZES, SYSTEMS, Sizes, System
-from sparse_tutorial.experiments.runner import mean_std, rounded
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs.runner import mean_std, rounded
+from sparse_tutorial.runs.sweep import Run
 
 PLATEAU_BLEU = 0.5
 """A run has converged when its last epoch gained less than this much dev BLEU over the best before it."""

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from sparse_tutorial.data.text import UNK, Vocabulary
-from sparse_tutorial.experiments.runner import mean_std, rounded, sweep_experiment
+from sparse_tutorial.runs.runner import mean_std, rounded, sweep_experiment
 from sparse_tutorial.experiments.summarization.claims import checks
 from sparse_tutorial.experiments.summarization.data import (  # noqa: F401 (part of this module's API)
     Example,
@@ -51,7 +51,7 @@ from sparse_tutorial.experiments.summarization.data import (  # noqa: F401 (part
     make_batches,
     make_examples,
 )
-from sparse_tutorial.experiments.sweep import Run
+from sparse_tutorial.runs.sweep import Run
 from sparse_tutorial.metrics import attention_entropy_per_token, lead_k, repeated_ngram_fraction, rouge, rouge_per_example
 from sparse_tutorial.models.pointer_generator import (
     PointerGenerator,

@@ -1,5 +1,5 @@
 """Zhang et al.'s summarization claims (§VII-B, Table V), fixed before the stored run, and how chapter 10
-judges them on the runs of experiment ``summarization`` (:mod:`~sparse_tutorial.experiments.inference`).
+judges them on the runs of experiment ``summarization`` (:mod:`~sparse_tutorial.stats.inference`).
 
 Every measure is a ratio of per-document sums over the test documents: ROUGE-L (``rougeLsum`` F1 × 100) as
 a mean per document, the teacher-forced attention entropy per reference token, the share of repeated
@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sparse_tutorial.experiments.inference import (
+from sparse_tutorial.stats.inference import (
     Claim, Comparison, Evidence, NotTested, acted, compare, idle_interventions, judge_family, ratio_score,
 )
 
@@ -103,7 +103,7 @@ def _stacked(runs: Runs, lead: dict[str, list[float]], system: str, measure: str
 
 
 def evidence(runs: Runs, lead: dict[str, list[float]], a: str, b: str, measure: str) -> Evidence | None:
-    """:func:`~sparse_tutorial.experiments.inference.compare` of ``a`` against ``b``, ``None`` if one did not run."""
+    """:func:`~sparse_tutorial.stats.inference.compare` of ``a`` against ``b``, ``None`` if one did not run."""
     if a not in runs or (b not in runs and b not in lead):
         return None
     seeds = len(runs[a])

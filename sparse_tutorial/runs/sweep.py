@@ -20,7 +20,7 @@ the last digits; the thread count is recorded with every run).
 Ray is an optional extra (``pip install 'sparse_tutorial[ray]'``), needed for a cluster only.
 
 With a ``run_dir`` each finished run is stored at once as a run record ``KEY.json`` beside ``KEY.log`` (what
-it printed; :mod:`~sparse_tutorial.experiments.records`: the result, its config, seconds, threads and
+it printed; :mod:`~sparse_tutorial.runs.records`: the result, its config, seconds, threads and
 device, the identity of the sizes and code that made it, and a checksum), and a later call reuses the
 records that check out, so an interrupted sweep resumes where it stopped (``fresh=True`` redoes them). A
 run is locked (``KEY.lock``) while it trains, so two sweeps on one folder share the work: each trains the
@@ -57,7 +57,7 @@ import torch
 from tqdm import tqdm
 
 from sparse_tutorial.atomic import writable_directory
-from sparse_tutorial.experiments.records import (
+from sparse_tutorial.runs.records import (
     LOG, RecordNotStoredError, Status, check_free_space, read_record, sealed, store_record,
 )
 from sparse_tutorial.profiles import seed_everything
@@ -236,7 +236,7 @@ class _Locks:
 def _reusable(run_dir: Optional[Path], runs: Sequence[Run], identity: dict[str, str], on_stale: str
               ) -> dict[Run, Optional[dict[str, Any]]]:
     """The stored record of each run that may be reused, ``None`` for the runs to (re)do; see
-    :mod:`~sparse_tutorial.experiments.records` for the rule.
+    :mod:`~sparse_tutorial.runs.records` for the rule.
 
     Raises:
         StaleRecordsError: with ``on_stale="refuse"``, when records of other code are found.

@@ -7,7 +7,7 @@ runs and how their results combine::
     def execute(run: Run) -> dict: ...                             # one of them, from its config alone
     def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict]) -> dict: ...
 
-(:mod:`~sparse_tutorial.experiments.sweep` executes the grid: serially, on local Ray workers or on a
+(:mod:`~sparse_tutorial.runs.sweep` executes the grid: serially, on local Ray workers or on a
 cluster, storing each run as it finishes). ``assemble`` returns every number the chapter reads
 (JSON-serialisable; include a ``"corpus"`` entry with the data's provenance). A module without ``grid``
 may define ``run(profile, seeds) -> dict`` instead. Adding a module is all it takes to register one (an
@@ -42,8 +42,8 @@ import numpy as np
 import torch
 
 from sparse_tutorial.atomic import atomic_write_text, writable_directory
-from sparse_tutorial.experiments.records import Status, code_fingerprint, read_record, sizes_digest
-from sparse_tutorial.experiments.sweep import (
+from sparse_tutorial.runs.records import Status, code_fingerprint, equivalent_codes, read_record, sizes_digest
+from sparse_tutorial.runs.sweep import (
     RAY_HINT, check_sweep_arguments, ray_available, run_sweep, stored_results, strict_json,
 )
 from sparse_tutorial.hardware import cpu_backend
@@ -56,7 +56,7 @@ def available() -> list[str]:
     """Names of the experiments in ``sparse_tutorial.experiments``: the modules (or packages) that define
     ``grid`` and ``execute`` and ``assemble``, or ``run`` (the library's own modules -- the runner, the sweep,
     the records, the verdicts -- are not experiments, nor are the parts inside an experiment's package)."""
-    package = Path(__file__).parent
+    package = Path(__file__).resolve().parents[1] / "experiments"
     names = sorted(m.name for m in pkgutil.iter_modules([str(package)]) if not m.name.startswith("_"))
     found = []
     for name in names:
@@ -150,7 +150,7 @@ def mean_std(values: Sequence[float]) -> dict[str, float]:
 def write_results(name: str, payload: dict[str, Any], directory: Path | None = None) -> Path:
     """Write ``payload`` to ``DIRECTORY/NAME.json`` (default :func:`results_dir`) and return the path.
 
-    The file is strict JSON: a NaN or infinite number is written as ``null`` (see :func:`~sparse_tutorial.experiments.sweep.strict_json`). It is
+    The file is strict JSON: a NaN or infinite number is written as ``null`` (see :func:`~sparse_tutorial.runs.sweep.strict_json`). It is
     replaced all at once (:func:`~sparse_tutorial.atomic.atomic_write_text`), so a full disk or a second
     writer never leaves a broken file: the previous results stay until the new ones are complete.
     """
@@ -197,7 +197,7 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
                     gpus_per_run: float | None = None, on_stale: str = "refuse", hours: float | None = None,
                     stored_only: bool = False, order: str = "grid") -> None:
     """Raise a ``ValueError`` naming the argument unless experiment ``name`` can run ``profile`` with ``seeds``
-    and these sweep options (:func:`~sparse_tutorial.experiments.sweep.check_sweep_arguments`).
+    and these sweep options (:func:`~sparse_tutorial.runs.sweep.check_sweep_arguments`).
 
     Raises:
         ValueError: if ``name`` is not in :func:`available`, ``profile`` is not in
@@ -218,11 +218,10 @@ def check_arguments(name: str, profile: str, seeds: int, workers: int = 1, threa
 
 def grid_identity(name: str, profile: str, directory: Path | None = None) -> dict[str, Any]:
     """What a run record of experiment ``name`` at ``profile`` must match to be reused: the SHA-256 of the
-    profile's sizes and the :func:`~sparse_tutorial.experiments.records.code_fingerprint` of the experiment,
+    profile's sizes and the :func:`~sparse_tutorial.runs.records.code_fingerprint` of the experiment,
     or one of the ``equivalent_codes`` established in the results folder ``directory`` (default
-    :func:`results_dir`; :mod:`~sparse_tutorial.experiments.equivalence`); also the git commit and whether
+    :func:`results_dir`; :mod:`~sparse_tutorial.runs.equivalence`); also the git commit and whether
     the clone differs from it, which every record stores."""
-    from sparse_tutorial.experiments.equivalence import equivalent_codes  # its command imports this module
 
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     sizes = getattr(module, "SIZES", {}).get(profile)
@@ -248,7 +247,7 @@ def _write_or_rescue(name: str, payload: dict[str, Any], directory: Path | None)
 
 def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False, stored_only: bool = False,
                      **sweep_options: Any) -> dict[str, Any]:
-    """The results of experiment ``name`` (its ``assemble``) after :func:`~sparse_tutorial.experiments.sweep.run_sweep`
+    """The results of experiment ``name`` (its ``assemble``) after :func:`~sparse_tutorial.runs.sweep.run_sweep`
     executed its ``grid``; ``sweep_options`` go to ``run_sweep`` (``workers``, ``address``, ``run_dir`` ...).
     Serial, silent and with no run folder by default: what a chapter calls (the command line shows the
     sweep's progress bar).
@@ -297,7 +296,7 @@ def partial_grid_experiments() -> list[str]:
 def grid_status(name: str, profile: str, seeds: int, directory: Path | None = None) -> dict[str, list[str]]:
     """Which runs of experiment ``name``'s grid are stored and reusable, and which are not (without training
     anything): ``{status: [run keys]}`` with the statuses of
-    :class:`~sparse_tutorial.experiments.records.Status` (``valid``, ``missing``, ``corrupt``,
+    :class:`~sparse_tutorial.runs.records.Status` (``valid``, ``missing``, ``corrupt``,
     ``other sizes``, ``other code``)."""
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     folder, identity = runs_dir(name, profile, directory), grid_identity(name, profile, directory)
@@ -322,9 +321,9 @@ def run_experiment(name: str, profile: str = "quick", seeds: int = 1, directory:
     Every argument and, with ``write``, the results folder are checked before the experiment starts. With
     ``write`` each finished run is also stored in :func:`runs_dir`, and a rerun reuses the records found there
     that check out (``fresh`` redoes them); ``workers``, ``address``, ``threads_per_run``, ``gpus_per_run``,
-    ``on_stale``, ``hours`` and ``order`` are :func:`~sparse_tutorial.experiments.sweep.run_sweep`'s: with ``hours`` a
+    ``on_stale``, ``hours`` and ``order`` are :func:`~sparse_tutorial.runs.sweep.run_sweep`'s: with ``hours`` a
     grid is trained over several calls, each stopping with a
-    :class:`~sparse_tutorial.experiments.sweep.GridIncompleteError` until the last assembles the results;
+    :class:`~sparse_tutorial.runs.sweep.GridIncompleteError` until the last assembles the results;
     ``stored_only`` assembles the runs stored so far without training (:func:`sweep_experiment`).
 
     Raises:

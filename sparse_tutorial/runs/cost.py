@@ -12,7 +12,7 @@ one run at a time. It is an upper bound: the evaluation is counted once per epoc
 test set once, and early stopping ends runs sooner; it is also a bound for one GPU only (runs differ: a
 20 Newsgroups post is longer than a movie-review sentence, and the first run is what was timed).
 
-    python -m sparse_tutorial.experiments.cost     # the appendix's table, from book/results/gpu_check.json
+    python -m sparse_tutorial.runs.cost     # the appendix's table, from book/results/gpu_check.json
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sparse_tutorial.experiments.runner import results_dir
+from sparse_tutorial.runs.runner import results_dir
 
 SEEDS = 3
 """Seeds of the full grids whose cost is estimated (the book's ``--seeds 3``)."""

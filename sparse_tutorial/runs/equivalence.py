@@ -1,7 +1,7 @@
 """Code equivalence: stored runs stay valid across a change of the code that computes exactly what the old
 code computed.
 
-A run record names the code that made it (:func:`~sparse_tutorial.experiments.records.code_fingerprint`),
+A run record names the code that made it (:func:`~sparse_tutorial.runs.records.code_fingerprint`),
 and a sweep refuses records of other code. Any edit of that code (a moved module, a renamed argument, one
 host sync fewer per step) gives a new fingerprint, so a grid that takes days would be trained again after
 every refactor. This module decides by measurement when two versions of the code compute the same thing:
@@ -20,13 +20,13 @@ same bytes (the fingerprint itself changed, say, or the Python that computed it)
 and the pair is recorded with ``basis: "identical source"`` and no probe.
 
 A sweep then reuses a record whose code is linked to the current code by a chain of such pairs
-(:func:`equivalent_codes`). Both versions run on the same machine in one call, so the comparison does not
+(:func:`~sparse_tutorial.runs.records.equivalent_codes`). Both versions run on the same machine in one call, so the comparison does not
 depend on which CPU made the stored runs. The probe covers what a run executes at the shrunk sizes: every
 system, kind of run and code path of the grid, not the full data (a change that acts only on, say, verses
 longer than the shrunk corpus keeps is not seen; such a change is not a refactor, and its author says so by
 redoing the runs).
 
-    python -m sparse_tutorial.experiments.equivalence nmt --against 4b36150   # --profile medium (default)
+    python -m sparse_tutorial.runs.equivalence nmt --against 4b36150   # --profile medium (default)
 
 This file also runs as a script (``equivalence.py --probe ROOT NAME PROFILE``, ``--source``): the probe
 (the source listing) of the library found under ``ROOT``. It imports nothing of the library at the top for that reason.
@@ -50,8 +50,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-FILE_NAME = "code_equivalence.json"
-FORMAT = "sparse_tutorial code equivalence v1"
 TIMING_RUNS = ("speed",)
 """Kinds of run that only time training (their result is a speed, which no two executions share)."""
 
@@ -105,7 +103,7 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     if not Path(module.__file__).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the probe of {root} imported {module.__file__}")
-    fingerprint = importlib.import_module("sparse_tutorial.experiments.records").code_fingerprint(name)
+    fingerprint = _records_module().code_fingerprint(name)
     module.SIZES[profile] = SHRINK[name](module.SIZES[profile])
     runs = [run for run in module.grid(profile, 1) if run.kind not in TIMING_RUNS]
     digests = {run.key: _digest(untimed(module.execute(run)))
@@ -113,13 +111,23 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     return {"fingerprint": fingerprint, "digests": digests}
 
 
+def _records_module() -> Any:
+    """The run-records module of the library on ``sys.path``: ``sparse_tutorial.runs.records``, or, in a
+    library from before the statistics and the run machinery left ``experiments/``, the module of the same
+    name there (so that a probe can compare this code with an older commit's)."""
+    import importlib
+
+    try:
+        return importlib.import_module("sparse_tutorial.runs.records")
+    except ModuleNotFoundError:
+        return importlib.import_module("sparse_tutorial.experiments.records")
+
+
 def source(root: Path, name: str) -> dict[str, Any]:
     """The library under ``root``: its ``fingerprint`` of ``name`` and the SHA-256 (``source``) of the files that
     fingerprint reads, their paths and bytes."""
     sys.path.insert(0, str(root))
-    import importlib
-
-    records = importlib.import_module("sparse_tutorial.experiments.records")
+    records = _records_module()
     if not Path(records.__file__).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the source listing of {root} imported {records.__file__}")
     digest = hashlib.sha256()
@@ -154,45 +162,14 @@ def _export(repository: Path, commit: str, folder: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------ the equivalence file
-def load(directory: Path) -> list[dict[str, Any]]:
-    """The established pairs in ``directory/code_equivalence.json`` (none when there is no such file).
-
-    Raises:
-        ValueError: the file does not parse or is not an equivalence file (named).
-    """
-    path = Path(directory) / FILE_NAME
-    if not path.exists():
-        return []
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: does not parse ({error})") from error
-    if not isinstance(stored, dict) or stored.get("format") != FORMAT or not isinstance(stored.get("pairs"), list):
-        raise ValueError(f"{path}: not a code equivalence file ({FORMAT!r} with a list of 'pairs')")
-    return stored["pairs"]
-
-
-def equivalent_codes(name: str, code: str, directory: Path) -> list[str]:
-    """The fingerprints of experiment ``name``'s code linked to ``code`` by a chain of established pairs
-    (``code`` itself left out), sorted."""
-    links = [set(pair["codes"]) for pair in load(directory) if pair["experiment"] == name]
-    found, grew = {code}, True
-    while grew:
-        grew = False
-        for link in links:
-            if link & found and not link <= found:
-                found |= link
-                grew = True
-    return sorted(found - {code})
-
-
 def add(directory: Path, pair: dict[str, Any]) -> Path:
     """Append ``pair`` to ``directory/code_equivalence.json`` (both created when missing); returns its path."""
     from sparse_tutorial.atomic import atomic_write_text, writable_directory
+    from sparse_tutorial.runs.records import EQUIVALENCE_FILE, EQUIVALENCE_FORMAT, equivalence_pairs
 
-    path = writable_directory(directory, "the results folder") / FILE_NAME
-    pairs = load(directory) + [pair]
-    atomic_write_text(path, json.dumps({"format": FORMAT, "pairs": pairs}, indent=1) + "\n")
+    path = writable_directory(directory, "the results folder") / EQUIVALENCE_FILE
+    pairs = equivalence_pairs(directory) + [pair]
+    atomic_write_text(path, json.dumps({"format": EQUIVALENCE_FORMAT, "pairs": pairs}, indent=1) + "\n")
     return path
 
 
@@ -207,7 +184,7 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
         ValueError: an unknown experiment or profile, or a commit git does not know.
         CodeDiffersError: some run's result differs (named), or the grids differ; nothing is recorded.
     """
-    from sparse_tutorial.experiments.runner import _git_commit, _git_dirty, available, results_dir
+    from sparse_tutorial.runs.runner import _git_commit, _git_dirty, available, results_dir
     from sparse_tutorial.hardware import cpu_backend, describe_cpu_backend
 
     if name not in available():
@@ -244,7 +221,7 @@ def establish(name: str, against: str, profile: str = "medium", directory: Path 
     pair = {"experiment": name, "profile": profile, "codes": [old["fingerprint"], new["fingerprint"]],
             "commits": [old_commit, _git_commit() + ("+changes" if _git_dirty() else "")], **evidence,
             "python": platform.python_version(), "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": f"python -m sparse_tutorial.experiments.equivalence {name} --against {against} "
+            "command": f"python -m sparse_tutorial.runs.equivalence {name} --against {against} "
                        f"--profile {profile}"}
     if old["fingerprint"] != new["fingerprint"]:
         add(directory, pair)
@@ -256,7 +233,7 @@ class CodeDiffersError(RuntimeError):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sparse_tutorial.experiments.equivalence",
+    parser = argparse.ArgumentParser(prog="python -m sparse_tutorial.runs.equivalence",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("name", help="the experiment whose stored runs should stay valid")
     parser.add_argument("--against", required=True, help="the commit that made (or shares the code of) the runs")

@@ -13,7 +13,7 @@ A record is ``runs/NAME-PROFILE/KEY.json`` (beside it ``KEY.log``, what the run 
 
 and ``sha256``, a checksum of all the rest. :func:`read_record` reuses a record only when it parses, its
 checksum holds, and it names the same run, sizes and code, or code shown to compute the same results
-(the identity's ``equivalent_codes``: :mod:`~sparse_tutorial.experiments.equivalence`). The rule (README,
+(the identity's ``equivalent_codes``: :mod:`~sparse_tutorial.runs.equivalence`). The rule (README,
 "Stored runs"):
 
 * a record that does not parse or fails its checksum, or that was made with other sizes, is **redone**,
@@ -43,16 +43,18 @@ RECORD_FORMAT = "sparse_tutorial run record v2"
 PACKAGE = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("nmt", "alignment", "summarization", "classification", "interpretability", "explanation")
 """The experiments whose packages (``experiments/NAME/``) are told apart by :func:`code_fingerprint`."""
-NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/runner.py",
-                "experiments/sweep.py", "experiments/records.py", "experiments/verdicts.py",
-                "experiments/inference.py", "experiments/nmt/checkpoints.py", "experiments/cost.py",
-                "experiments/equivalence.py", "experiments/confirmatory.py", "experiments/nmt/design.py",
-                "claims.py",
-                "plotting.py", "interactive.py", "hardware.py")
-"""Library files that never change what a run of a grid computes: they assemble, judge, store or show
-results (as do the experiments' ``results.py`` and ``claims.py``), fix a design (which claims, seeds and
-tests: ``confirmatory.py``, ``nmt/design.py``), or no run calls them (``nmt/checkpoints.py``: the chapters'
-quick systems)."""
+NOT_RUN_PACKAGES = ("runs", "stats")
+"""Library packages that never change what a run of a grid computes: :mod:`sparse_tutorial.runs` trains,
+stores and reuses runs, :mod:`sparse_tutorial.stats` judges their results."""
+NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/nmt/checkpoints.py",
+                "experiments/nmt/design.py", "plotting.py", "interactive.py", "hardware.py")
+"""Other library files that never change what a run computes: the experiments' command and index, a design
+(which claims, seeds and tests: ``nmt/design.py``), code no run calls (``nmt/checkpoints.py``: the chapters'
+quick systems), and what only shows results (as do the experiments' ``results.py`` and ``claims.py``)."""
+EQUIVALENCE_FILE = "code_equivalence.json"
+EQUIVALENCE_FORMAT = "sparse_tutorial code equivalence v1"
+"""The file in a results folder that lists the pairs of code shown to compute the same results
+(:mod:`~sparse_tutorial.runs.equivalence` adds them), and its format."""
 
 
 def _digest(value: Any) -> str:
@@ -129,14 +131,15 @@ def _experiment_closure(experiment: str) -> set[str]:
 def code_files(experiment: str) -> list[Path]:
     """The source files :func:`code_fingerprint` hashes for ``experiment``, in a fixed order: the library
     outside ``experiments/``, and the experiments' modules that ``experiment``'s modules import, less
-    :data:`NOT_RUN_CODE` and every experiment's ``claims.py`` and ``results.py``."""
+    :data:`NOT_RUN_PACKAGES`, :data:`NOT_RUN_CODE` and every experiment's ``claims.py`` and ``results.py``."""
     files = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".cpp") and "stored_results" not in p.parts)
     closure = _experiment_closure(experiment)
     chosen = []
     for path in files:
         relative = path.relative_to(PACKAGE).as_posix()
         owner = _owner(relative)
-        if relative in NOT_RUN_CODE or (owner is not None and path.stem in ("claims", "results")):
+        if (relative in NOT_RUN_CODE or relative.split("/")[0] in NOT_RUN_PACKAGES
+                or (owner is not None and path.stem in ("claims", "results"))):
             continue
         if owner is not None and relative not in closure:
             continue
@@ -206,7 +209,7 @@ def read_record(path: Path, run: dict[str, Any], identity: dict[str, str]) -> Fo
 
 
 def sealed(record: dict[str, Any], identity: dict[str, str]) -> dict[str, Any]:
-    """``record`` (as :func:`~sparse_tutorial.experiments.sweep.execute_logged` returns it, ``log`` included)
+    """``record`` (as :func:`~sparse_tutorial.runs.sweep.execute_logged` returns it, ``log`` included)
     ready to store: the format, ``identity``, the log's SHA-256 in place of the log, and its checksum."""
     stored = {"format": RECORD_FORMAT, "identity": {k: v for k, v in identity.items() if k != "equivalent_codes"},
               **{key: value for key, value in record.items() if key != "log"},
@@ -247,3 +250,37 @@ def check_free_space(run_dir: Path, records: Iterable[Path] = ()) -> None:
     if free < needed:
         raise OSError(28, f"the runs folder {run_dir} has {free} bytes free, a record needs about {needed}; "
                           f"free some space and run the same command again (the stored runs are kept)")
+
+
+def equivalence_pairs(directory: Path) -> list[dict[str, Any]]:
+    """The established pairs of equivalent code in ``directory/code_equivalence.json`` (none when there is no
+    such file).
+
+    Raises:
+        ValueError: the file does not parse or is not an equivalence file (named).
+    """
+    path = Path(directory) / EQUIVALENCE_FILE
+    if not path.exists():
+        return []
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: does not parse ({error})") from error
+    if (not isinstance(stored, dict) or stored.get("format") != EQUIVALENCE_FORMAT
+            or not isinstance(stored.get("pairs"), list)):
+        raise ValueError(f"{path}: not a code equivalence file ({EQUIVALENCE_FORMAT!r} with a list of 'pairs')")
+    return stored["pairs"]
+
+
+def equivalent_codes(name: str, code: str, directory: Path) -> list[str]:
+    """The fingerprints of experiment ``name``'s code linked to ``code`` by a chain of established pairs
+    (``code`` itself left out), sorted."""
+    links = [set(pair["codes"]) for pair in equivalence_pairs(directory) if pair["experiment"] == name]
+    found, grew = {code}, True
+    while grew:
+        grew = False
+        for link in links:
+            if link & found and not link <= found:
+                found |= link
+                grew = True
+    return sorted(found - {code})

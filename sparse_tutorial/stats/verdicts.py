@@ -1,10 +1,10 @@
-"""How a chapter shows the verdicts of :mod:`~sparse_tutorial.experiments.inference` (its module docstring
+"""How a chapter shows the verdicts of :mod:`~sparse_tutorial.stats.inference` (its module docstring
 states the rule): the claims in order, contradictions first; a claims table; a few lines for the top of a
 chapter; and the numbers of one claim for a sentence.
 
 Beside each verdict a chapter prints the claim's ``ci_holm``, the interval of the test that made the verdict
 at the level Holm's correction applied to it, so that it excludes the null (or lies inside or beyond the
-margin) exactly when the verdict says so (:func:`~sparse_tutorial.experiments.inference.interval_agrees`);
+margin) exactly when the verdict says so (:func:`~sparse_tutorial.stats.inference.interval_agrees`);
 the bootstrap's unadjusted ``ci95`` describes the spread and is labelled so where it is shown. Beside a
 "?" it prints the claim's ``mde``: the smallest difference its seeds could have detected.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparse_tutorial.experiments.inference import VERDICTS
+from sparse_tutorial.stats.inference import VERDICTS
 
 VERDICT_ORDER = VERDICTS
 """The order in which a chapter lists its claims: contradictions of the paper first, "not tested" last."""

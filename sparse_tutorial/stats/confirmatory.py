@@ -14,7 +14,7 @@ test, the set of shifts the test does not reject (:func:`signed_rank_interval`).
 ``less`` it is the two-sided interval at level ``1 − α/k`` and the verdict is ✓ or ✗ when it excludes 0
 (by the side it lies on); for the margin kinds it is the interval whose ends are the one-sided ``1 − α/k``
 bounds (two-sided level ``1 − 2α/k``), and the verdict is read off its position against the margin δ (the
-rules of :mod:`~sparse_tutorial.experiments.inference`, with this test). :func:`verdict_from_interval`
+rules of :mod:`~sparse_tutorial.stats.inference`, with this test). :func:`verdict_from_interval`
 says it in code; nothing else decides.
 
 **Power** (:func:`power`) is computed, not assumed: the exact test's rejection rule applied to simulated
@@ -22,7 +22,7 @@ fresh seeds, their differences drawn normal with the effect the claim is powered
 standard deviation. **Minimum detectable effect** (:func:`minimum_detectable_effect`): the smallest
 effect the design detects with 80 % power, in the claim's unit; every "?" states it.
 
-``python -m sparse_tutorial.experiments.confirmatory NAME`` prints the design of experiment ``NAME``
+``python -m sparse_tutorial.stats.confirmatory NAME`` prints the design of experiment ``NAME``
 (its ``experiments/NAME/design.py``).
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from sparse_tutorial.experiments.inference import ALPHA, KINDS
+from sparse_tutorial.stats.inference import ALPHA, KINDS
 
 POWER_TARGET = 0.8
 """The power every primary claim is designed for."""
@@ -208,5 +208,5 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m sparse_tutorial.experiments.confirmatory NAME (an experiment with a design: nmt)")
+        sys.exit("usage: python -m sparse_tutorial.stats.confirmatory NAME (an experiment with a design: nmt)")
     print(importlib.import_module(f"sparse_tutorial.experiments.{sys.argv[1]}.design").describe())
