@@ -8,7 +8,8 @@ from scipy import stats
 
 from sparse_tutorial.stats.inference import (
     ALPHA, POWER, VERDICT_FIELDS, Claim, NotTested, acted, aer_score, bleu_score, bleu_statistics, compare, holm,
-    holm_levels, interval_agrees, judge_family, minimum_detectable_effect, ratio_score, seed_interval, seed_test,
+    holm_levels, interval_agrees, judge_family, minimum_detectable_effect, paired_t, ratio_score, seed_interval,
+    seed_test,
     t_needed, verdict,
 )
 from sparse_tutorial.metrics import aer, corpus_bleu
@@ -248,3 +249,43 @@ def test_every_stored_claim_carries_what_the_standard_asks(name):
         assert entry["verdict"] == verdict(**{key: entry[key] for key in VERDICT_FIELDS})
         assert interval_agrees(entry), claim            # issue 49: the interval beside a verdict agrees with it
         assert entry["verdict"] != "?" or entry["mde"] is not None or entry["seed_level"]["se"] is None, claim
+
+
+def test_the_hierarchical_bootstrap_is_scipys_bootstrap_in_its_one_level_case():
+    """Issue 49: the hand-written hierarchical bootstrap, with one seed, resamples test items only: its
+    percentile interval is ``scipy.stats.bootstrap``'s of the paired differences' mean (up to Monte-Carlo
+    error), and its seed-level test is scipy's paired t-test."""
+    rng = np.random.default_rng(3)
+    a_values, b_values = rng.normal(0.3, 1.0, 400), rng.normal(0.0, 1.0, 400)
+    one_seed = compare(np.stack([a_values, np.ones(400)], -1)[None], np.stack([b_values, np.ones(400)], -1)[None],
+                       n_samples=8000)
+    reference = stats.bootstrap((a_values - b_values,), np.mean, method="percentile", n_resamples=8000,
+                                random_state=np.random.default_rng(4)).confidence_interval
+    width = reference.high - reference.low
+    assert one_seed.ci95 == pytest.approx((reference.low, reference.high), abs=0.05 * width)
+    seeds_a, seeds_b = [31.2, 29.8, 30.5, 31.9], [30.1, 29.9, 29.0, 30.2]
+    ours = paired_t(seeds_a, seeds_b)
+    scipys = stats.ttest_rel(seeds_a, seeds_b)
+    assert ours["ci95"] == pytest.approx(list(scipys.confidence_interval(0.95)))
+    assert ours["df"] == scipys.df
+
+
+@pytest.mark.parametrize("name", STANDARD_RESULTS)
+def test_monte_carlo_error_cannot_move_a_stored_verdict(name):
+    """Issue 49: where a claim's p is the bootstrap's (its seed-level test's is smaller), the true bootstrap p
+    lies, with 99.9 % confidence, in the Clopper–Pearson interval of its count of resamples; both ends, times
+    Holm's factor for the claim, fall on the same side of α, so another draw of resamples gives the same
+    verdict."""
+    from sparse_tutorial.experiments import load_results
+    from sparse_tutorial.stats.inference import BOOTSTRAP_SAMPLES
+
+    for claim, entry in load_results(name)["checks"]["claims"].items():
+        if entry["verdict"] == "not tested":
+            continue
+        seed_part = seed_test(entry["kind"], entry["margin"], entry["seed_level"])
+        if seed_part is not None and entry["p"] <= seed_part[1] * (1 + 1e-9):
+            continue                                       # the exact seed-level test set p
+        count = round(entry["p"] * (BOOTSTRAP_SAMPLES + 1) - 1)
+        interval = stats.binomtest(count, BOOTSTRAP_SAMPLES).proportion_ci(0.999, method="exact")
+        factor = entry["p_holm"] / entry["p"]
+        assert (interval.low * factor < ALPHA) == (interval.high * factor < ALPHA), claim

@@ -103,7 +103,7 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     if not Path(module.__file__).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the probe of {root} imported {module.__file__}")
-    fingerprint = _records_module().code_fingerprint(name)
+    fingerprint = _records_module(root).code_fingerprint(name)
     module.SIZES[profile] = SHRINK[name](module.SIZES[profile])
     runs = [run for run in module.grid(profile, 1) if run.kind not in TIMING_RUNS]
     digests = {run.key: _digest(untimed(module.execute(run)))
@@ -111,23 +111,21 @@ def probe(root: Path, name: str, profile: str) -> dict[str, Any]:
     return {"fingerprint": fingerprint, "digests": digests}
 
 
-def _records_module() -> Any:
-    """The run-records module of the library on ``sys.path``: ``sparse_tutorial.runs.records``, or, in a
+def _records_module(root: Path) -> Any:
+    """The run-records module of the library under ``root``: ``sparse_tutorial.runs.records``, or, in a
     library from before the statistics and the run machinery left ``experiments/``, the module of the same
     name there (so that a probe can compare this code with an older commit's)."""
     import importlib
 
-    try:
-        return importlib.import_module("sparse_tutorial.runs.records")
-    except ModuleNotFoundError:
-        return importlib.import_module("sparse_tutorial.experiments.records")
+    moved = (root / "sparse_tutorial" / "runs" / "records.py").exists()
+    return importlib.import_module("sparse_tutorial.runs.records" if moved else "sparse_tutorial.experiments.records")
 
 
 def source(root: Path, name: str) -> dict[str, Any]:
     """The library under ``root``: its ``fingerprint`` of ``name`` and the SHA-256 (``source``) of the files that
     fingerprint reads, their paths and bytes."""
     sys.path.insert(0, str(root))
-    records = _records_module()
+    records = _records_module(root)
     if not Path(records.__file__).resolve().is_relative_to(root.resolve()):
         raise RuntimeError(f"the source listing of {root} imported {records.__file__}")
     digest = hashlib.sha256()
