@@ -17,7 +17,7 @@ import gpu_check  # noqa: E402
 
 
 def generated_blocks() -> list[str]:
-    return [block.strip() for block in re.findall(r"<!-- generated: python -m sparse_tutorial\.experiments\.cost.*?-->"
+    return [block.strip() for block in re.findall(r"<!-- generated: python -m sparse_tutorial\.runs\.cost.*?-->"
                                                   r"\n(.*?)<!-- end generated -->", APPENDIX.read_text(), re.S)]
 
 
