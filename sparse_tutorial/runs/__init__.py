@@ -8,6 +8,6 @@
   runs;
 * :mod:`~sparse_tutorial.runs.cost`: what a grid costs on a device.
 
-The experiments themselves are :mod:`sparse_tutorial.experiments`; their verdicts come from
+The experiments themselves are ``sparse_tutorial.experiments``; their verdicts come from
 :mod:`sparse_tutorial.stats`.
 """
