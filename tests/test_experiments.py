@@ -183,6 +183,29 @@ def test_the_aligned_verses_gain_the_other_english_versions_for_training_only():
         load_alignment_data(replace(sizes, n_dev=0))
 
 
+def test_alignment_test_verses_are_a_seeded_sample_not_the_first_verses():
+    """The aligned test split is in book order: the test verses are a seeded random sample of those that
+    fit ``max_len`` (the same on every call), and all of them, in order, when ``n_test`` covers them (issue 50)."""
+    from dataclasses import replace
+
+    from sparse_tutorial.data import is_fetched, load
+    from sparse_tutorial.experiments import alignment
+    from sparse_tutorial.experiments.alignment.data import load_alignment_data
+
+    if not (is_fetched("bible") and is_fetched("bible_alignments")):
+        pytest.skip("corpora 'bible' and 'bible_alignments' not fetched")
+    sizes = replace(alignment.SIZES["quick"].corpus, n_train=60, n_dev=10, n_test=40)
+    fitting = [[w.lower() for w in v.target_tokens] for v in load("bible_alignments", verbose=False).test
+               if max(len(v.source_tokens), len(v.target_tokens)) <= sizes.max_len]
+    drawn = [pair.target for pair in load_alignment_data(sizes).test]
+    assert len(drawn) == 40 and drawn != fitting[:40] and all(target in fitting for target in drawn)
+    assert drawn == [pair.target for pair in load_alignment_data(sizes).test]
+    positions = [fitting.index(target) for target in drawn]
+    assert positions == sorted(positions) and max(positions) > len(fitting) // 2   # spread over the split
+    everything = load_alignment_data(replace(sizes, n_test=len(fitting) + 5)).test
+    assert [pair.target for pair in everything] == fitting
+
+
 def test_alignment_runs_end_to_end_on_a_toy_corpus(toy_alignment, monkeypatch):
     """Table III's experiment on the reversal task: aligners with 3 seeds, their controls, the aligners
     without attention, and alignment.json's contract (issue 29): AER per system with its seeds, the

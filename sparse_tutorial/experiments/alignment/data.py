@@ -8,7 +8,10 @@ An attention model learns where to look from translating, not from the links, so
 also be paired with the other English versions of :mod:`sparse_tutorial.data.bible` (WEB, KJV, BBE;
 ``extra_targets``): four translations of every training verse instead of one. Links are scored on the test
 verses only, against the Berean Standard Bible they were made for; dev verses (which stop training) and
-test verses get no extra translations.
+test verses get no extra translations. The test verses are a seeded random sample of the test split's verses
+that fit ``max_len`` (:func:`~sparse_tutorial.data.sampling.stratified_sample`, every verse one class), never
+its first verses: the split is in book order, so its first verses would all come from the Gospels. When
+``n_test`` is at least their number (the medium and full profiles) the sample is all of them.
 """
 from __future__ import annotations
 
@@ -22,10 +25,14 @@ from typing import Any, NamedTuple, Sequence
 from sparse_tutorial.data import CORPORA, Vocabulary, load
 from sparse_tutorial.data.bible import ENGLISH
 from sparse_tutorial.data.cache import cache_dir
+from sparse_tutorial.data.sampling import stratified_sample
 from sparse_tutorial.experiments.nmt.data import Pair, TranslationData
 
 ALIGNMENT_CORPUS = "bible_alignments"
 """The data package's name of the manually word-aligned Greek-English corpus."""
+
+TEST_SAMPLE_SEED = 0
+"""The seed of the test verses' sample, the same for every aligner and training seed."""
 
 
 class AlignedPair(NamedTuple):
@@ -117,8 +124,10 @@ def load_alignment_data(sizes: AlignmentCorpusSizes) -> Alignment:
              for v in train_verses for text in english.get(bible_reference(v.verse), ())
              if 0 < len(words := english_words(text)) <= sizes.max_len]
     provenance = asdict(corpus.provenance) if corpus.provenance is not None else {"name": corpus.name}
+    fitting = kept(corpus.test, len(corpus.test))
+    tested = stratified_sample([0] * len(fitting), sizes.n_test, seed=TEST_SAMPLE_SEED, split="aligned test verses")
     return Alignment([aligned(v) for v in train_verses] + extra, [aligned(v) for v in dev_verses],
-                     [aligned(v) for v in kept(corpus.test, sizes.n_test)],
+                     [aligned(fitting[i]) for i in tested.indices],
                      {**provenance, "parse_report": corpus.report.line(), "max_len": sizes.max_len,
                       "source_tokens": "words" if sizes.greek_stem is None else
                       f"the first {sizes.greek_stem} letters of each word, accents removed",
