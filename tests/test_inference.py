@@ -1,5 +1,6 @@
 """Issue 30: the inference standard. Every rule can return every verdict it has; seeds are the unit; the
 bootstrap's BLEU is sacrebleu's; Holm's correction is the textbook one."""
+import math
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -289,3 +290,15 @@ def test_monte_carlo_error_cannot_move_a_stored_verdict(name):
         interval = stats.binomtest(count, BOOTSTRAP_SAMPLES).proportion_ci(0.999, method="exact")
         factor = entry["p_holm"] / entry["p"]
         assert (interval.low * factor < ALPHA) == (interval.high * factor < ALPHA), claim
+
+
+def test_seeds_needed_is_the_fewest_seeds_whose_mde_reaches_the_effect():
+    from sparse_tutorial.stats.inference import minimum_detectable_effect, seeds_needed
+
+    entry = {"kind": "greater", "level": 0.01, "seed_level": {"se": 2.0 / math.sqrt(5), "df": 4}}   # sd 2 over 5 seeds
+    at_ten = minimum_detectable_effect({"se": 2.0 / math.sqrt(10), "df": 9}, 0.01, True)
+    assert seeds_needed(entry, at_ten) == 10 and seeds_needed(entry, -at_ten) == 10
+    assert seeds_needed(entry, at_ten * 1.001) == 10 and seeds_needed(entry, at_ten * 0.999) == 11
+    assert seeds_needed(entry, 1e-4) is None and seeds_needed(entry, 0.0) is None
+    assert seeds_needed({**entry, "kind": "not_less"}, 1.0) is None
+    assert seeds_needed({**entry, "seed_level": {"se": None, "df": None}}, 1.0) is None

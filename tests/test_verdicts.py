@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import claims_table, described_claim, verdicts_in_brief
+from sparse_tutorial.stats.verdicts import claims_table, described_claim, number_text, verdicts_in_brief
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -32,11 +32,22 @@ def test_claims_table_lists_contradictions_first_with_the_interval_of_the_verdic
     assert rows[1]["detectable"].startswith("≥ ") and rows[1]["p_holm"] >= rows[1]["p"]
 
 
-def test_verdicts_in_brief_names_every_claim_under_its_verdict_contradictions_first():
+def test_verdicts_in_brief_is_a_table_of_every_claim_contradictions_first():
     claims = judged(1.0, -1.0, 0.01, 1.2)
-    assert verdicts_in_brief(claims).splitlines() == ["✗ (1): claim 1", "? (1): claim 2", "✓ (2): claim 0; claim 3"]
-    assert verdicts_in_brief({}).splitlines() == ["✗ (0): none", "? (0): none", "✓ (0): none"]
-    assert verdicts_in_brief(claims, most=1).splitlines()[2] == "✓ (2): claim 0; and 1 more"
+    lines = verdicts_in_brief(claims).splitlines()
+    assert lines[0] == "**✗ 1 · ? 1 · ✓ 2** of 4 claims"
+    body = [line.split(" | ") for line in lines[4:]]
+    assert [(cells[0], cells[1]) for cells in body] == [("| ✗", "claim 1"), ("| ?", "claim 2"), ("| ✓", "claim 0"),
+                                                        ("| ✓", "claim 3")]
+    assert "[" in body[0][2] and "detectable ≥ " in body[1][2] and "detectable" not in body[2][2]
+    assert all(cells[3] == "— |" for cells in body)   # these claims state no effect of the paper
+    assert verdicts_in_brief({}).splitlines()[0] == "**✗ 0 · ? 0 · ✓ 0** of 0 claims"
+
+
+def test_numbers_between_1e_4_and_1e6_are_written_without_an_exponent():
+    assert number_text(-130.2, "+.2g") == "-130" and number_text(160.4, ".2g") == "160"
+    assert number_text(5e-5, ".2g") == "5e-05" and number_text(0.5, "+.2f") == "+0.50"
+    assert number_text(-10.34, "+.3g") == "-10.3"
 
 
 def test_described_claim_gives_the_numbers_a_sentence_needs():

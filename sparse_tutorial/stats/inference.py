@@ -514,6 +514,30 @@ def minimum_detectable_effect(seed_level: dict[str, Any], level: float, two_side
     return float(brentq(shortfall, 0.0, upper)) * se
 
 
+def seeds_needed(entry: dict[str, Any], effect: float, most: int = 1000) -> int | None:
+    """How many seeds a judged ``greater``/``less`` claim would need for its paired t to detect a true
+    ``effect`` (in the claim's unit) with 80 % power at the level Holm gave it in this run, if the seeds
+    varied as they did here (the per-seed standard deviation of ``entry["seed_level"]``): the smallest
+    ``n`` whose :func:`minimum_detectable_effect` is at most ``|effect|``. ``None`` when the seeds did not
+    vary, ``effect`` is 0, the claim has a margin, or more than ``most`` seeds would be needed."""
+    seed_level = entry.get("seed_level") or {}
+    if entry.get("kind") not in ("greater", "less") or seed_level.get("se") is None or effect == 0:
+        return None
+    spread = seed_level["se"] * math.sqrt(seed_level["df"] + 1)
+
+    def detects(n: int) -> bool:
+        mde = minimum_detectable_effect({"se": spread / math.sqrt(n), "df": n - 1}, entry["level"], True)
+        return mde is not None and mde <= abs(effect)
+
+    if not detects(most):
+        return None
+    low, high = 1, most   # detects(high) holds; detects(low) does not (one seed has no spread)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if detects(middle) else (middle, high)
+    return high
+
+
 def interval_agrees(entry: dict[str, Any]) -> bool:
     """Whether a judged claim's stored ``ci_holm`` says what its verdict says (the rule of the module
     docstring; an unbounded side is ``None``). ✗ of an ``equivalent`` claim comes from its two-sided test

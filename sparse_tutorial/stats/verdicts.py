@@ -1,6 +1,6 @@
 """How a chapter shows the verdicts of :mod:`~sparse_tutorial.stats.inference` (its module docstring
-states the rule): the claims in order, contradictions first; a claims table; a few lines for the top of a
-chapter; and the numbers of one claim for a sentence.
+states the rule): the claims in order, contradictions first; a claims table; a compact Markdown table for the
+top of a chapter; and the numbers of one claim for a sentence.
 
 Beside each verdict a chapter prints the claim's ``ci_holm``, the interval of the test that made the verdict
 at the level Holm's correction applied to it, so that it excludes the null (or lies inside or beyond the
@@ -10,7 +10,10 @@ the bootstrap's unadjusted ``ci95`` describes the spread and is labelled so wher
 """
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import numpy as np
 
 from sparse_tutorial.stats.inference import VERDICTS
 
@@ -24,6 +27,17 @@ def ordered_claims(claims: dict[str, dict[str, Any]]) -> list[tuple[str, dict[st
     return sorted(claims.items(), key=lambda item: VERDICT_ORDER.index(item[1]["verdict"]))
 
 
+def number_text(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``, except that a ``g`` spec writes a number between 1e-4 and 1e6 without
+    an exponent (``-130`` rather than ``-1.3e+02`` for ``"+.2g"``), keeping its significant digits."""
+    text = f"{value:{spec}}"
+    digits = re.fullmatch(r"[+ ]?\.(\d+)g", spec)
+    if "e" in text and digits and 1e-4 <= abs(value) < 1e6:
+        text = np.format_float_positional(value, precision=int(digits.group(1)), unique=False, fractional=False,
+                                          trim="-", sign=spec.startswith("+"))
+    return text
+
+
 def interval_text(entry: dict[str, Any], spec: str = "+.2g", scale: float = 1.0) -> str:
     """The interval beside a judged claim's verdict, ``"[+0.1, +0.7]"`` (``ci_holm``; an unbounded side is
     ``−∞``/``+∞``), or ``""`` when the claim was not tested."""
@@ -31,7 +45,7 @@ def interval_text(entry: dict[str, Any], spec: str = "+.2g", scale: float = 1.0)
     if interval is None:
         return ""
     low, high = (None if bound is None else scale * bound for bound in interval)
-    return f"[{'−∞' if low is None else f'{low:{spec}}'}, {'+∞' if high is None else f'{high:{spec}}'}]"
+    return f"[{'−∞' if low is None else number_text(low, spec)}, {'+∞' if high is None else number_text(high, spec)}]"
 
 
 def detectable_text(entry: dict[str, Any], spec: str = ".2g", scale: float = 1.0, unit: str = "") -> str:
@@ -39,7 +53,7 @@ def detectable_text(entry: dict[str, Any], spec: str = ".2g", scale: float = 1.0
     the distance from the claim's null detected with 80 % power); ``""`` for every other verdict."""
     if entry["verdict"] != "?" or entry.get("mde") is None:
         return ""
-    return f"no effect below {scale * entry['mde']:{spec}}{unit} detectable"
+    return f"no effect below {number_text(scale * entry['mde'], spec)}{unit} detectable"
 
 
 def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dict[str, Any]]:
@@ -50,13 +64,13 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     rows = []
     for name, entry in ordered_claims(claims):
         effect = entry["effect"]
-        ours = "n/a" if effect is None else f"{effect:+.{digits}g}"
+        ours = "n/a" if effect is None else number_text(effect, f"+.{digits}g")
         if entry.get("ci_holm") is not None:
-            ours += " " + interval_text(entry)
+            ours += " " + interval_text(entry, f"+.{digits}g")
         rows.append({"claim": name, "verdict": entry["verdict"], "ours": ours,
                      "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
                      "p_holm": None if entry["p_holm"] is None else float(f"{entry['p_holm']:.2g}"),
-                     "detectable": (f"≥ {entry['mde']:.2g}" if entry["verdict"] == "?" and entry.get("mde")
+                     "detectable": (f"≥ {number_text(entry['mde'], '.2g')}" if entry["verdict"] == "?" and entry.get("mde")
                                     is not None else ""),
                      "margin": "none" if entry["margin"] is None else f"±{entry['margin']:g}",
                      "paper_effect": entry["paper_effect"], "paper": entry["paper"],
@@ -64,16 +78,21 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
-def verdicts_in_brief(claims: dict[str, dict[str, Any]], most: int = 8) -> str:
-    """One line per verdict, contradictions first: ``"✗ (2): claim; claim"``, for the top of a chapter.
-    A verdict with more than ``most`` claims names the first ``most`` and counts the others."""
-    lines = []
-    for mark in VERDICT_ORDER:
-        names = [name for name, entry in claims.items() if entry["verdict"] == mark]
-        if mark == "not tested" and not names:
-            continue
-        shown = "; ".join(names[:most]) + (f"; and {len(names) - most} more" if len(names) > most else "")
-        lines.append(f"{mark} ({len(names)}): " + (shown or "none"))
+def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3) -> str:
+    """A Markdown table for the top of a chapter, one row per claim in :func:`ordered_claims` order: the
+    verdict, the claim, ours with the interval that made the verdict (for a "?", also the smallest effect its
+    seeds could have seen) and the paper's effect where it states one; a line of counts above it."""
+    rows = claims_table(claims, digits)
+    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in rows)}" for mark in VERDICT_ORDER
+                        if mark != "not tested" or any(row["verdict"] == mark for row in rows))
+    lines = [f"**{counts}** of {len(rows)} claims", "",
+             "| verdict | claim | ours [interval at Holm's level] | paper |", "|:-:|:--|:--|:--|"]
+    for row in rows:
+        ours = row["ours"] + (f"; detectable {row['detectable']}" if row["detectable"] else "")
+        effect = row["paper_effect"]
+        paper = "—" if effect is None or effect != effect else number_text(effect, f"+.{digits}g")
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in (row["verdict"], row["claim"], ours, paper))
+                     + " |")
     return "\n".join(lines)
 
 
@@ -91,5 +110,5 @@ def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f
     detectable = detectable_text(entry, spec.lstrip("+"), scale, unit)
     if detectable:
         details.append(detectable)
-    value = f"{label}{scale * entry['effect']:{spec}}{unit}"
+    value = f"{label}{number_text(scale * entry['effect'], spec)}{unit}"
     return f"{entry['verdict']} ({value}, {', '.join(details)})" if with_verdict else f"{value} ({', '.join(details)})"
