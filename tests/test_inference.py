@@ -1,6 +1,7 @@
 """Issue 30: the inference standard. Every rule can return every verdict it has; seeds are the unit; the
 bootstrap's BLEU is sacrebleu's; Holm's correction is the textbook one."""
 import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
