@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import claims_table, described_claim, number_text, verdicts_in_brief
+from sparse_tutorial.stats.verdicts import (claims_table, described_claim, markdown_table, number_text,
+                                            verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -58,3 +59,9 @@ def test_described_claim_gives_the_numbers_a_sentence_needs():
                                           f"p = {supported['p']:.2g}, {supported['p_holm']:.2g} after Holm)")
     text = described_claim(open_claim, 100, "+.1f", " points", with_verdict=False)
     assert text.startswith("+") and f"no effect below {100 * open_claim['mde']:.1f} points detectable" in text
+
+
+def test_markdown_table_escapes_bars_and_aligns_columns():
+    table = markdown_table([{"a": "x|y", "b": 1}, {"a": "z", "b": 2}], "cr").splitlines()
+    assert table == ["| a | b |", "|:-:|--:|", "| x\\|y | 1 |", "| z | 2 |"]
+    assert markdown_table([]) == ""

@@ -78,6 +78,19 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
+def markdown_table(rows: list[dict[str, Any]], align: str = "") -> str:
+    """``rows`` (dicts with the same keys, the columns) as a Markdown table; ``align`` one of ``l``, ``c``,
+    ``r`` per column (left by default). A ``|`` inside a cell is escaped."""
+    if not rows:
+        return ""
+    columns = list(rows[0])
+    marks = {"l": ":--", "c": ":-:", "r": "--:"}
+    lines = ["| " + " | ".join(columns) + " |",
+             "|" + "|".join(marks[align[k]] if k < len(align) else ":--" for k in range(len(columns))) + "|"]
+    lines += ["| " + " | ".join(str(row[column]).replace("|", "\\|") for column in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3) -> str:
     """A Markdown table for the top of a chapter, one row per claim in :func:`ordered_claims` order: the
     verdict, the claim, ours with the interval that made the verdict (for a "?", also the smallest effect its
@@ -85,15 +98,12 @@ def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3) -> str
     rows = claims_table(claims, digits)
     counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in rows)}" for mark in VERDICT_ORDER
                         if mark != "not tested" or any(row["verdict"] == mark for row in rows))
-    lines = [f"**{counts}** of {len(rows)} claims", "",
-             "| verdict | claim | ours [interval at Holm's level] | paper |", "|:-:|:--|:--|:--|"]
-    for row in rows:
-        ours = row["ours"] + (f"; detectable {row['detectable']}" if row["detectable"] else "")
-        effect = row["paper_effect"]
-        paper = "—" if effect is None or effect != effect else number_text(effect, f"+.{digits}g")
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in (row["verdict"], row["claim"], ours, paper))
-                     + " |")
-    return "\n".join(lines)
+    brief = [{"verdict": row["verdict"], "claim": row["claim"],
+              "ours [interval at Holm's level]": row["ours"] + (f"; detectable {row['detectable']}"
+                                                                if row["detectable"] else ""),
+              "paper": ("—" if row["paper_effect"] is None or row["paper_effect"] != row["paper_effect"]
+                        else number_text(row["paper_effect"], f"+.{digits}g"))} for row in rows]
+    return f"**{counts}** of {len(rows)} claims" + ("\n\n" + markdown_table(brief, "cl") if brief else "")
 
 
 def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f", unit: str = "", label: str = "",
