@@ -441,11 +441,17 @@ def holm_levels(p_values: Sequence[float], alpha: float = ALPHA) -> list[float]:
     return levels.tolist()
 
 
+def _resamples_beyond(level: float, n_samples: int) -> int:
+    """The most resamples that may lie beyond a shift the bootstrap rejects at ``level``: its p,
+    ``(count + 1) / (n_samples + 1)``, is below ``level`` exactly when ``count`` is at most this (−1: never)."""
+    return math.ceil(level * (n_samples + 1) - 1) - 1
+
+
 def _bound(evidence: Evidence, level: float, side: str) -> float:
     """The one-sided bound (``side`` ``"lower"`` or ``"upper"``) of the differences that the claim's test
     (paired t and bootstrap, both must reject) does not reject at ``level``: the bound of the weaker part."""
     samples = np.sort(evidence.samples)
-    allowed = math.ceil(level * (len(samples) + 1) - 1) - 1   # resamples beyond a rejected shift, at most
+    allowed = _resamples_beyond(level, len(samples))
     if side == "lower":
         bootstrap = -math.inf if allowed < 0 else float(samples[allowed])
     else:
@@ -463,7 +469,7 @@ def _two_sided_interval(evidence: Evidence, level: float) -> tuple[float, float]
     """The differences the claim's two-sided test against them does not reject at ``level``: the paired t's
     interval joined with the centred bootstrap's (``effect ± q``, the test of :func:`_bootstrap_p`)."""
     deviations = np.sort(np.abs(evidence.samples - evidence.effect))[::-1]
-    allowed = math.ceil(level * (len(deviations) + 1) - 1) - 1
+    allowed = _resamples_beyond(level, len(deviations))
     q = math.inf if allowed < 0 else float(deviations[allowed])
     low, high = evidence.effect - q, evidence.effect + q
     seed_level = evidence.seed_level
