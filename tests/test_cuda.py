@@ -174,9 +174,9 @@ def test_the_part_iii_analyses_run_on_the_models_device_and_match_the_cpu():
     mask = torch.ones(6, 12, dtype=torch.bool)
     mask[3, 7:] = False
     split = Split(ids, mask, torch.tensor([0, 1, 1, 0, 1, 0]))
-    expected = (importance_statistics(model, split, 3), erasure_flips(model, split), permutation(model, split))
+    expected = (importance_statistics(model, split), erasure_flips(model, split), permutation(model, split))
     model.to(DEVICE)
-    got = (importance_statistics(model, split, 3), erasure_flips(model, split), permutation(model, split))
+    got = (importance_statistics(model, split), erasure_flips(model, split), permutation(model, split))
     for key in ("entropy_gradient", "entropy_loo", "entropy_attention", "entropy_intermediate", "tau_loo"):
         assert got[0][key] == pytest.approx(expected[0][key], abs=1e-6), key
     assert {name: flips.cpu().tolist() for name, flips in got[1].items()} == \

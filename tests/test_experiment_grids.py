@@ -129,8 +129,9 @@ def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_cor
         sparsegen_lambdas=(-2.0, 0.0, 0.8), encoders=("bilstm", "transformer"))}))
     result = interpretability.run("quick", seeds=1)
 
-    assert list(result) == ["profile_note", "corpus", "rows", "checks"]
+    assert list(result) == ["profile_note", "corpus", "evaluation_subsets", "rows", "checks"]
     assert result["corpus"] == {"synthetic": "synthetic_task(seed=0)"}
+    assert list(result["evaluation_subsets"]) == ["synthetic"] and result["evaluation_subsets"]["synthetic"]["size"] == 6
     assert [(row["encoder"], row["projection"], row["sparsegen_lambda"]) for row in result["rows"]] == \
         [(encoder, projection, lam) for encoder in ("bilstm", "transformer")
          for projection, lam in [("softmax", None), ("sparsemax", 0.0), ("sparsegen", -2.0), ("sparsegen", 0.8)]]
@@ -144,18 +145,31 @@ def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_cor
     assert all(claim["verdict"] == "not tested" for claim in checks["claims"].values())   # one seed
 
 
-def test_intermediate_importance_can_be_measured_on_the_first_examples_only(one_thread):
+def test_a_run_can_leave_out_the_intermediate_influence_and_nothing_else_changes(one_thread):
     task = toy_binary_task()
     model = fit(meister_config("bilstm", task.vocab_size, embed_dim=4, hidden_dim=4), task, epochs=1).model
-    evaluation = interpretability.head(task.test, 8)
-    every = interpretability.importance_statistics(model, evaluation)
-    first = interpretability.importance_statistics(model, evaluation, intermediate_examples=3)
-    assert (every["intermediate_sentences"], first["intermediate_sentences"]) == (8, 3)
-    assert first["entropy_intermediate"] == pytest.approx(interpretability.importance_statistics(
-        model, interpretability.head(evaluation, 3))["entropy_intermediate"])
-    assert {key: value for key, value in first.items() if "intermediate" not in key and key != "items"} == \
+    every = interpretability.importance_statistics(model, task.test)
+    without = interpretability.importance_statistics(model, task.test, intermediate=False)
+    assert every["intermediate_sentences"] == every["test_sentences"] > 0
+    assert 0 < every["entropy_intermediate"] <= 1 and without["intermediate_sentences"] == 0
+    assert without["entropy_intermediate"] is None and set(without["items"]["entropy_intermediate"]) == {None}
+    assert {key: value for key, value in without.items() if "intermediate" not in key and key != "items"} == \
         {key: value for key, value in every.items() if "intermediate" not in key and key != "items"}
-    assert len(first["items"]["entropy_intermediate"]) == 3 and len(every["items"]["tau_loo"]) == 8
+
+
+def test_every_interpretability_run_is_measured_on_a_stratified_sample_of_its_test_set():
+    """Issue 50: the test sets are sorted by label; the runs are measured on a seeded, label-stratified random
+    sample of each (never its first rows), the same for every run, recorded with its shares."""
+    run = interpretability.grid("medium", 1)[0]
+    sizes = interpretability.SIZES["medium"].tasks[run["task"]]
+    task = classification.cached_task(run["task"], sizes.n_train)
+    _, subset = classification.evaluation_subset(task.test, sizes.n_test, name=f"{task.name} test")
+    first = task.test.labels[:sizes.n_test].float().mean().item()
+    assert abs(first - 0.5) > 0.4                 # the first rows are nearly one class
+    record = subset.record()
+    assert record["size"] == sizes.n_test and all(
+        abs(record["label_shares"][label] - share) <= 0.02 for label, share in record["split_shares"].items())
+    assert min(record["label_shares"].values()) > 0.4
 
 
 def test_the_tau_b_bound_is_what_ties_allow_and_is_reached(one_thread):
@@ -171,7 +185,7 @@ def test_the_tau_b_bound_is_what_ties_allow_and_is_reached(one_thread):
     task = toy_binary_task()
     model = fit(meister_config("bilstm", task.vocab_size, embed_dim=4, hidden_dim=4, projection="sparsemax"),
                 task, epochs=1).model
-    measured = interpretability.importance_statistics(model, interpretability.head(task.test, 8))
+    measured = interpretability.importance_statistics(model, task.test)
     assert 0 < measured["tau_b_bound"] <= 1 and {"tau_gradient_support", "tau_loo_support"} <= set(measured)
 
 

@@ -10,9 +10,11 @@ from sparse_tutorial.experiments.nmt import training as nmt_training
 from sparse_tutorial.profiles import PROFILES
 
 MODULES = (nmt_training, alignment, summarization, classification, interpretability, explanation)
-OLD_NAMES = {"embed_dim", "lr", "finetune_lr", "dim", "train", "eval_examples", "intermediate_examples", "lambdas"}
+OLD_NAMES = {"embed_dim", "lr", "finetune_lr", "dim", "train", "eval_examples", "intermediate_examples", "lambdas",
+             "n_intermediate"}
 """Names the experiments used for fields that now have one name each (``embedding_dim``, ``learning_rate``,
-``n_train``, ``n_test``, ``n_intermediate``, ``sparsegen_lambdas``)."""
+``n_train``, ``n_test``, ``sparsegen_lambdas``; ``n_intermediate``, the first test items H̃(g_h) was measured
+on, is gone: it is measured on every test item of a run that measures it)."""
 
 
 def _field_names(sizes: Any) -> set[str]:

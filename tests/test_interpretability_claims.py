@@ -103,8 +103,15 @@ def test_checks_say_what_the_verdicts_rest_on_and_the_results_leave_the_items_in
     checks = interpretability.checks("medium", made)
     assert checks["seeds"] == 3 and checks["n_test"] == {"rotten_tomatoes": ITEMS, "newsgroups:hockey-vs-baseball": ITEMS}
     assert set(checks["claims"]) == set(judge(made))
-    assembled = interpretability.assemble("medium", 3, [], [{"row": r, "corpus": {}} for r in made])
+    measured_on = {"size": ITEMS, "index_sha256": "same"}
+    assembled = interpretability.assemble("medium", 3, [], [{"row": r, "corpus": {}, "evaluation_subset": measured_on}
+                                                            for r in made])
     assert all("items" not in stored for stored in assembled["rows"])
+    assert assembled["evaluation_subsets"] == {task: measured_on for task in checks["n_test"]}
+    other = [{"row": r, "corpus": {}, "evaluation_subset": {**measured_on, "index_sha256": str(k == 5)}}
+             for k, r in enumerate(made)]
+    with pytest.raises(ValueError, match="measured on different test items"):
+        interpretability.assemble("medium", 3, [], other)
     assert interpretability_claims.TIE_BOUND_GAP > 0
 
 
@@ -114,3 +121,5 @@ def test_the_stored_runs_use_the_papers_lambda_grid_and_enough_test_sentences(pr
     assert tasks["rotten_tomatoes"].sparsegen_lambdas == (-4.0, -2.0, -1.0, 0.0, 0.25, 0.5, 0.75, 0.9)
     assert tasks["rotten_tomatoes"].n_test >= 500 and tasks["rotten_tomatoes"].n_train is None
     assert "newsgroups:hockey-vs-baseball" in tasks
+    news = tasks["newsgroups:hockey-vs-baseball"]      # issue 50: Table 1 on at least 200 posts of both classes
+    assert news.n_test >= 200 and {"softmax", "sparsemax"} <= set(news.intermediate_projections)

@@ -68,8 +68,8 @@ SHRINK: dict[str, Callable[[Any], Any]] = {
     "summarization": lambda s: replace(s, n_train=300, n_dev=20, n_test=20, vocab_size=400, embedding_dim=8,
                                        hidden_dim=8, epochs=1, beam_size=2),
     "classification": lambda s: replace(s, n_train=300, epochs=2, patience=1 if s.patience else None),
-    "interpretability": lambda s: _shrink_tasks(s, n_train=300, epochs=1, n_test=12,
-                                                n_intermediate=1, embedding_dim=8, hidden_dim=8),
+    "interpretability": lambda s: _shrink_tasks(s, n_train=300, epochs=1, n_test=12, embedding_dim=8,
+                                                hidden_dim=8),
     "explanation": lambda s: replace(s, n_train=300, epochs=1, embedding_dim=8, hidden_dim=8, n_test=20),
 }
 """Each experiment's profile sizes shrunk for the probe (all other sizes, the systems and λ included, kept).

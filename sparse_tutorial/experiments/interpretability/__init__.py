@@ -29,7 +29,7 @@ import torch
 from scipy.stats import kendalltau
 from torch import Tensor
 
-from sparse_tutorial.experiments.classification import Split, Task, cached_task, fit
+from sparse_tutorial.experiments.classification import Split, Task, cached_task, evaluation_subset, fit
 from sparse_tutorial.experiments.interpretability.claims import judge
 from sparse_tutorial.runs.runner import sweep_experiment
 from sparse_tutorial.runs.sweep import Run
@@ -50,13 +50,6 @@ def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, flo
     return [("softmax", None), ("sparsemax", 0.0)] + [("sparsegen", lam) for lam in sparsegen_lambdas if lam != 0.0]
 
 
-def head(split: Split, count: int) -> Split:
-    """The first ``count`` examples, trimmed to their longest row."""
-    mask = split.mask[:count]
-    width = int(mask.sum(-1).max())
-    return Split(split.token_ids[:count, :width], mask[:, :width], split.labels[:count])
-
-
 def on_device_of(model: torch.nn.Module, split: Split) -> Split:
     """``split`` with its tensors on ``model``'s device (the same tensors when that is the CPU): the analyses
     of chapters 12 and 13 run where the model is, on the GPU after a full-profile training there."""
@@ -64,16 +57,16 @@ def on_device_of(model: torch.nn.Module, split: Split) -> Split:
     return Split(*(tensor.to(device) for tensor in split))
 
 
-def importance_statistics(model: AttentionClassifier, split: Split,
-                          intermediate_examples: int | None = None) -> dict[str, float]:
+def importance_statistics(model: AttentionClassifier, split: Split, intermediate: bool = True) -> dict[str, Any]:
     """Means over the examples of ``split`` of every quantity in the module docstring, and in ``"items"`` the
     value of each example (``None`` where it is undefined: fewer than two positions, or a constant vector),
     which the claims resample (:mod:`~sparse_tutorial.experiments.interpretability.claims`).
 
-    ``intermediate_examples``: measure ``H̃(g_{h_p}(x))`` on the first that many examples only (``None``: all
-    of them); it takes one backward pass per position, which on documents of hundreds of tokens costs far
-    more than everything else. ``"test_sentences"`` and ``"intermediate_sentences"`` say how many examples
-    each mean is over. Runs on ``model``'s device.
+    ``intermediate``: measure ``H̃(g_{h_p}(x))`` (on every example of ``split``); it takes one backward pass
+    per position, which on documents of hundreds of tokens costs far more than everything else, so a run
+    whose model Table 1 does not compare can leave it out (its values are then ``None``).
+    ``"test_sentences"`` and ``"intermediate_sentences"`` say how many examples each mean is over. Runs on
+    ``model``'s device.
     """
     split = on_device_of(model, split)
     ids, mask, _ = split
@@ -81,14 +74,14 @@ def importance_statistics(model: AttentionClassifier, split: Split,
         weights = model(ids, mask).weights
     grad = gradient_importance(model, ids, mask)
     loo = leave_one_out_importance(model, ids, mask)
-    inner_split = split if intermediate_examples is None else head(split, intermediate_examples)
-    inner_mask = inner_split.mask
-    inner = intermediate_importance(model, inner_split.token_ids, inner_mask)          # (batch, p, i)
-    inner_entropy = normalized_entropy(inner, inner_mask.unsqueeze(1).expand_as(inner))   # (batch, p)
-    inner_entropy = (inner_entropy * inner_mask).sum(-1) / inner_mask.sum(-1)
-    inner_real = inner_mask.sum(-1) > 1
     real = mask.sum(-1) > 1
-    items = {"entropy_intermediate": inner_entropy.masked_fill(~inner_real, float("nan")),
+    if intermediate:
+        inner = intermediate_importance(model, ids, mask)                                   # (batch, p, i)
+        inner_entropy = normalized_entropy(inner, mask.unsqueeze(1).expand_as(inner))      # (batch, p)
+        inner_entropy = ((inner_entropy * mask).sum(-1) / mask.sum(-1)).masked_fill(~real, float("nan"))
+    else:
+        inner_entropy = torch.full(real.shape, float("nan"), device=ids.device)
+    items = {"entropy_intermediate": inner_entropy,
              **{key: value.masked_fill(~real, float("nan")) for key, value in {
                  "entropy_gradient": normalized_entropy(grad, mask),
                  "entropy_loo": normalized_entropy(loo, mask),
@@ -100,10 +93,10 @@ def importance_statistics(model: AttentionClassifier, split: Split,
                  "tau_loo_support": batched_kendall_tau_b(weights, loo, mask & (weights > 0))}.items()}}
     return {
         **{key: _nanmean(value.float().cpu()) for key, value in items.items()},
-        "entropy_intermediate_std": inner_entropy[inner_real].std().item(),
+        "entropy_intermediate_std": inner_entropy[real].std().item() if intermediate else None,
         "attention_zero_share": ((weights == 0) & mask).sum().item() / mask.sum().item(),
         "test_sentences": int(real.sum()),
-        "intermediate_sentences": int(inner_real.sum()),
+        "intermediate_sentences": int(real.sum()) if intermediate else 0,
         "items": {key: [None if math.isnan(v) else round(v, 4) for v in value.float().cpu().tolist()]
                   for key, value in items.items()},
     }
@@ -137,10 +130,10 @@ def _nanmean(values: Tensor) -> float | None:
 def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambda: float | None, seed: int,
                       evaluation: Split, epochs: int, embed_dim: int = 64, hidden_dim: int = 64,
                       lr: float = 1e-3, device: str | torch.device = "cpu",
-                      intermediate_examples: int | None = None) -> dict[str, Any]:
+                      intermediate: bool = True) -> dict[str, Any]:
     """Train ``encoder`` with attention ``projection`` (with ``sparsegen_lambda`` for sparsegen; see
     :func:`projection_grid`) on ``task`` (Adam, model chosen on dev) and measure it on ``evaluation``, both
-    on ``device`` (``intermediate_examples``: see :func:`importance_statistics`).
+    on ``device`` (``intermediate``: see :func:`importance_statistics`).
 
     Returns:
         ``{"task", "encoder", "projection", "sparsegen_lambda", "seed", "dev_accuracy", "test_accuracy"}``
@@ -152,15 +145,15 @@ def train_and_measure(task: Task, encoder: str, projection: str, sparsegen_lambd
     result = fit(config, task, epochs=epochs, lr=lr, seed=seed, optimizer="adam", device=device)
     return {"task": task.name, "encoder": encoder, "projection": projection, "sparsegen_lambda": sparsegen_lambda,
             "seed": seed, "dev_accuracy": result.dev_accuracy, "test_accuracy": result.test_accuracy,
-            **importance_statistics(result.model.to(device), evaluation, intermediate_examples)}
+            **importance_statistics(result.model.to(device), evaluation, intermediate)}
 
 
 def sweep(task: Task, encoders: tuple[str, ...], sparsegen_lambdas: tuple[float, ...], seeds: tuple[int, ...],
           epochs: int, eval_examples: int, embed_dim: int = 64, hidden_dim: int = 64,
           lr: float = 1e-3, device: str | torch.device = "cpu") -> list[dict[str, Any]]:
-    """:func:`train_and_measure` every encoder × projection × seed on the first ``eval_examples`` test
-    sentences."""
-    evaluation = head(task.test, eval_examples)
+    """:func:`train_and_measure` every encoder × projection × seed on the same ``eval_examples`` test
+    sentences (:func:`~sparse_tutorial.experiments.classification.evaluation_subset`)."""
+    evaluation, _ = evaluation_subset(task.test, eval_examples, name=f"{task.name} test")
     return [train_and_measure(task, encoder, projection, sparsegen_lambda, seed, evaluation, epochs,
                               embed_dim=embed_dim, hidden_dim=hidden_dim, lr=lr, device=device)
             for encoder in encoders for projection, sparsegen_lambda in projection_grid(sparsegen_lambdas)
@@ -194,8 +187,10 @@ class TaskSizes:
         n_train: training sentences (``None``: all); the model of the epoch best on dev is kept.
         epochs, learning_rate: Adam's training.
         embedding_dim, hidden_dim: the model.
-        n_test: test items every model is measured on (the first of the test split).
-        n_intermediate: of these, ``H̃(g_h)`` is measured on the first that many (``None``: all).
+        n_test: test items every model is measured on: a seeded, label-stratified random sample of the test
+            split, the same for every model (:func:`~sparse_tutorial.experiments.classification.evaluation_subset`).
+        intermediate_projections: the projections whose runs measure ``H̃(g_h)`` (on all ``n_test`` items;
+            Table 1 compares softmax with sparsemax, so on long documents the others may leave it out).
         sparsegen_lambdas: the sparsegen λ grid (softmax and sparsemax are always run).
         encoders: the encoders trained, each with every projection.
     """
@@ -206,7 +201,7 @@ class TaskSizes:
     embedding_dim: int
     hidden_dim: int
     n_test: int
-    n_intermediate: int | None
+    intermediate_projections: tuple[str, ...]
     sparsegen_lambdas: tuple[float, ...]
     encoders: tuple[str, ...]
 
@@ -220,12 +215,13 @@ class Sizes:
     note: str
 
 
-def _sizes(n_train: int | None, epochs: int, dim: int, n_test: int, n_intermediate: int | None = None,
+def _sizes(n_train: int | None, epochs: int, dim: int, n_test: int,
+           intermediate_projections: tuple[str, ...] = ("softmax", "sparsemax", "sparsegen"),
            sparsegen_lambdas: tuple[float, ...] = PAPER_LAMBDAS, encoders: tuple[str, ...] = ENCODERS) -> TaskSizes:
     """A :class:`TaskSizes` with Meister et al.'s learning rate and ``dim`` for both model sizes."""
     return TaskSizes(n_train=n_train, epochs=epochs, learning_rate=2e-3, embedding_dim=dim, hidden_dim=dim,
-                     n_test=n_test, n_intermediate=n_intermediate, sparsegen_lambdas=sparsegen_lambdas,
-                     encoders=encoders)
+                     n_test=n_test, intermediate_projections=intermediate_projections,
+                     sparsegen_lambdas=sparsegen_lambdas, encoders=encoders)
 
 
 SIZES: dict[str, Sizes] = {
@@ -233,13 +229,15 @@ SIZES: dict[str, Sizes] = {
                    note="quick profile: Rotten Tomatoes, 4,000 training sentences, 3 epochs, 32 dimensions, 3 "
                         "values of sparsegen λ, 80 test sentences"),
     "medium": Sizes(tasks={RT: _sizes(None, epochs=5, dim=32, n_test=500),
-                           NEWS: _sizes(None, epochs=3, dim=32, n_test=200, n_intermediate=20, encoders=("bilstm",))},
+                           NEWS: _sizes(None, epochs=3, dim=32, n_test=200,
+                                        intermediate_projections=("softmax", "sparsemax"), encoders=("bilstm",))},
                     note="medium profile (shared 2-core CPU): all 8,454 Rotten Tomatoes training sentences, 5 "
                          "epochs (best on dev), 32 dimensions, the paper's 8 values of sparsegen λ, both encoders, "
                          "500 test sentences; and 20 Newsgroups hockey vs baseball (posts of up to 400 tokens): "
-                         "BiLSTM, 3 epochs, the same λ, 200 test posts (H̃(g_h) on the first 20)"),
+                         "BiLSTM, 3 epochs, the same λ, 200 test posts (H̃(g_h) for softmax and sparsemax); "
+                         "test items are a label-stratified random sample of each test set"),
     "full": Sizes(tasks={RT: _sizes(None, epochs=8, dim=64, n_test=500),
-                         NEWS: _sizes(None, epochs=8, dim=64, n_test=500, n_intermediate=100)},
+                         NEWS: _sizes(None, epochs=8, dim=64, n_test=500)},
                   note="full profile: 64-dimensional models, 8 epochs, the paper's 8 values of sparsegen λ, 500 "
                        "test items, Rotten Tomatoes and 20 Newsgroups"),
 }
@@ -263,7 +261,8 @@ def execute(run: Run) -> dict[str, Any]:
     """Train and measure the model of one run of :func:`grid`.
 
     Returns:
-        ``{"corpus": provenance, "row": train_and_measure's row}``.
+        ``{"corpus": provenance, "evaluation_subset": the test items' record
+        (:meth:`~sparse_tutorial.data.sampling.Subset.record`), "row": train_and_measure's row}``.
 
     Raises:
         ValueError: ``run`` is not a ``"system"`` run.
@@ -272,11 +271,12 @@ def execute(run: Run) -> dict[str, Any]:
         raise ValueError(f"run.kind must be 'system', got {run.kind!r}")
     sizes = SIZES[run["profile"]].tasks[run["task"]]
     task = cached_task(run["task"], sizes.n_train)
+    evaluation, subset = evaluation_subset(task.test, sizes.n_test, name=f"{task.name} test")
     row = train_and_measure(task, run["encoder"], run["projection"], run["sparsegen_lambda"], run["seed"],
-                            head(task.test, sizes.n_test), sizes.epochs, embed_dim=sizes.embedding_dim,
-                            hidden_dim=sizes.hidden_dim, lr=sizes.learning_rate,
-                            device=training_device(run["profile"]), intermediate_examples=sizes.n_intermediate)
-    return {"corpus": task.provenance, "row": row}
+                            evaluation, sizes.epochs, embed_dim=sizes.embedding_dim, hidden_dim=sizes.hidden_dim,
+                            lr=sizes.learning_rate, device=training_device(run["profile"]),
+                            intermediate=run["projection"] in sizes.intermediate_projections)
+    return {"corpus": task.provenance, "evaluation_subset": subset.record(), "row": row}
 
 
 def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -295,11 +295,24 @@ def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
     """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
-    set: provenance}, "rows": [train_and_measure's row, without its per-item values], "checks":
-    :func:`checks`}`` (a NaN is ``None``; the per-item values stay in the run records)."""
+    set: provenance}, "evaluation_subsets": {data set: its test items' record}, "rows": [train_and_measure's
+    row, without its per-item values], "checks": :func:`checks`}`` (a NaN is ``None``; the per-item values
+    stay in the run records).
+
+    Raises:
+        ValueError: the runs of one data set were measured on different test items.
+    """
     rows = [result["row"] for result in results]
     corpora = {result["row"]["task"]: result["corpus"] for result in results}
-    return {"profile_note": SIZES[profile].note, "corpus": corpora,
+    subsets: dict[str, dict[str, Any]] = {}
+    for result in results:
+        task = result["row"]["task"]
+        if subsets.setdefault(task, result["evaluation_subset"]) != result["evaluation_subset"]:
+            raise ValueError(f"the runs of {task} were measured on different test items "
+                             f"({subsets[task]['index_sha256'][:12]} and "
+                             f"{result['evaluation_subset']['index_sha256'][:12]}); every model of a comparison "
+                             "must be measured on the same ones")
+    return {"profile_note": SIZES[profile].note, "corpus": corpora, "evaluation_subsets": subsets,
             "rows": [{key: value for key, value in row.items() if key != "items"} for row in rows],
             "checks": checks(profile, rows)}
 
