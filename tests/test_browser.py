@@ -235,6 +235,19 @@ def test_screenshot_of_a_chapter(server, tmp_path):
     assert shot.stat().st_size > 20_000, "the screenshot is nearly empty"
 
 
+def test_the_scorecard_table_sorts_and_searches_offline_and_lists_every_claim(server):
+    """Issue 52: DataTables, served with the book, turns the scorecard into a sortable, searchable table of
+    every stored claim; the page names no script from elsewhere."""
+    from sparse_tutorial.stats.scorecard import SOURCES
+
+    claims = sum(len(json.loads((REPO_ROOT / "book" / "results" / f"{name}.json").read_text())["checks"]["claims"])
+                 for name in SOURCES)
+    dom = chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", f"{server}/book/part4/15_scorecard.html")
+    assert "dt-container" in dom and 'type="search"' in dom, "DataTables did not enhance the scorecard"
+    assert re.search(rf"of {claims} entries", dom), f"the table's info does not count {claims} claims"
+    assert "dt_for_itables" not in dom and "../../_static/itables/dt_bundle.js" in dom   # the served bundle, no CDN
+
+
 INTERACTIVE_FIGURES = {
     "linf-vs-entropy": ("book/part1/04_min_entropy.html", 3),
     "temperature-slider": ("book/part1/05_temperature_gumbel.html", 3),

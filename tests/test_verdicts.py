@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import (claims_table, described_claim, markdown_table, number_text,
-                                            verdicts_in_brief)
+from sparse_tutorial.stats.verdicts import (claims_table, described_claim, markdown_escaped, markdown_table,
+                                            number_text, verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -65,3 +65,7 @@ def test_markdown_table_escapes_bars_and_aligns_columns():
     table = markdown_table([{"a": "x|y", "b": 1}, {"a": "z", "b": 2}], "cr").splitlines()
     assert table == ["| a | b |", "|:-:|--:|", "| x\\|y | 1 |", "| z | 2 |"]
     assert markdown_table([]) == ""
+
+
+def test_markdown_escaped_keeps_angle_brackets_visible():
+    assert markdown_escaped("the pointer removes <unk>") == "the pointer removes \\<unk>"

@@ -2,7 +2,7 @@
 scorecard's interactive table.
 
 The scorecard page shows its claims with :func:`itables.to_html_datatable`, which imports the bundle from
-``_static/itables/dt_bundle.js`` (:data:`BUNDLE_URL`, relative to a page one folder below the book's root).
+``_static/itables/dt_bundle.js`` (:data:`BUNDLE_URL`, relative to a page of ``book/<part>/``).
 This copies the ``dt_bundle.js`` and ``dt_bundle.css`` that the installed ``itables`` package ships there, so
 the table sorts and searches without a CDN. Without JavaScript the page shows the same table as plain HTML.
 """
@@ -11,8 +11,9 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-BUNDLE_URL = "../_static/itables/dt_bundle.js"
-"""Where a page of ``book/<part>/`` imports the bundle from (the scorecard passes it as ``dt_url``)."""
+BUNDLE_URL = "../../_static/itables/dt_bundle.js"
+"""Where a page of ``book/<part>/`` imports the bundle from (the scorecard passes it as ``dt_url``): the
+built book keeps the pages two folders below its root, beside ``_static/``."""
 
 
 def _copy_bundle(app: Sphinx, exception: Exception | None) -> None:

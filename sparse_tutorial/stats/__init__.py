@@ -6,6 +6,8 @@
 * :mod:`~sparse_tutorial.stats.confirmatory`: the tests of a confirmatory design (exact Wilcoxon signed-rank,
   Hodges–Lehmann intervals, Bonferroni, Clopper–Pearson, simulated power);
 * :mod:`~sparse_tutorial.stats.verdicts`: how a chapter shows the verdicts (tables, sentences);
+* :mod:`~sparse_tutorial.stats.scorecard`: every claim of every results file in one table, with its paper
+  and the chapter section that judges it;
 * :mod:`~sparse_tutorial.stats.claims`: the checker of a chapter's own asserted claims, which warns, naming
   the knob a reader turned, when a claim stops holding.
 

@@ -78,9 +78,15 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
+def markdown_escaped(text: Any) -> str:
+    """Plain ``text`` for Markdown: ``<`` escaped, so that ``<unk>`` is not read as an HTML tag."""
+    return str(text).replace("<", "\\<")
+
+
 def markdown_table(rows: list[dict[str, Any]], align: str = "") -> str:
     """``rows`` (dicts with the same keys, the columns) as a Markdown table; ``align`` one of ``l``, ``c``,
-    ``r`` per column (left by default). A ``|`` inside a cell is escaped."""
+    ``r`` per column (left by default). Cells are Markdown (plain text goes through :func:`markdown_escaped`
+    first); a ``|`` inside one is escaped."""
     if not rows:
         return ""
     columns = list(rows[0])
@@ -98,7 +104,7 @@ def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3) -> str
     rows = claims_table(claims, digits)
     counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in rows)}" for mark in VERDICT_ORDER
                         if mark != "not tested" or any(row["verdict"] == mark for row in rows))
-    brief = [{"verdict": row["verdict"], "claim": row["claim"],
+    brief = [{"verdict": row["verdict"], "claim": markdown_escaped(row["claim"]),
               "ours [interval at Holm's level]": row["ours"] + (f"; detectable {row['detectable']}"
                                                                 if row["detectable"] else ""),
               "paper": ("—" if row["paper_effect"] is None or row["paper_effect"] != row["paper_effect"]
