@@ -53,8 +53,8 @@ class CorpusSizes:
         max_len: pairs longer than this on either side (in pieces) are left out.
         vocab_size: BPE pieces of the joint vocabulary.
         german: the German versions that are training sources.
-        sample_seed: with a seed, dev and test are drawn at random from the whole Bible's splits; without,
-            they are the first verses of the splits in canonical order (Genesis first).
+        sample_seed: the seed with which dev and test are drawn at random from the whole Bible's splits
+            (never their first verses: the splits are in canonical order, Genesis first).
     """
 
     n_train: int
@@ -63,7 +63,7 @@ class CorpusSizes:
     max_len: int
     vocab_size: int
     german: tuple[str, ...]
-    sample_seed: int | None = None
+    sample_seed: int = 0
 
 
 @dataclass
@@ -148,11 +148,8 @@ def middling_verses(pairs: Sequence[Any], count: int) -> list[int]:
     return (middling + [i for i in range(len(pairs)) if i not in middling])[:count]
 
 
-def _drawn(pairs: list[Pair], n: int, seed: int | None) -> list[Pair]:
-    """The first ``n`` of ``pairs`` without a ``seed``; with one, ``n`` drawn at random from all of them and
-    kept in their order."""
-    if seed is None:
-        return pairs[:n]
+def _drawn(pairs: list[Pair], n: int, seed: int) -> list[Pair]:
+    """``n`` of ``pairs`` drawn at random with ``seed`` (all of them when there are fewer), kept in their order."""
     return [pairs[i] for i in sorted(random.Random(seed).sample(range(len(pairs)), min(n, len(pairs))))]
 
 
