@@ -92,7 +92,7 @@ def train_lookup(task: LookupTask = LookupTask(), projection: str | Projection =
         ``{"model", "losses", "accuracy", "weight on the query's token"`` (the attention's mean total weight
         on the occurrences of the query's token), ``"largest weight"`` (mean), ``"entropy"`` (mean, nats),
         ``"zeros"`` (share of exact zeros among the other keys), ``"test": (keys, labels, query, answer,
-        occurs, weights)``}.
+        occurs, weights)`` and ``"predicted": (test_size,)``, the predicted labels}.
     """
     if penalty is not None and penalty not in PENALTIES:
         raise ValueError(f"penalty must be None or one of {sorted(PENALTIES)}, got {penalty!r}")
@@ -118,7 +118,7 @@ def train_lookup(task: LookupTask = LookupTask(), projection: str | Projection =
             "weight on the query's token": weights.masked_fill(~occurs, 0).sum(-1).mean().item(),
             "largest weight": weights.amax(-1).mean().item(), "entropy": entropy(weights).mean().item(),
             "zeros": (weights[~occurs] == 0).double().mean().item(),
-            "test": (keys, labels, query, answer, occurs, weights)}
+            "test": (keys, labels, query, answer, occurs, weights), "predicted": logits.argmax(-1)}
 
 
 def plot_lookup_attention(trained: dict[str, dict[str, Any]], count: int = 6,

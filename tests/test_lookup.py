@@ -38,3 +38,4 @@ def test_training_is_seeded_and_a_penalty_changes_it():
     assert penalised["losses"] != first["losses"]
     weights = first["test"][-1]
     assert torch.allclose(weights.sum(-1), torch.ones(50)) and 0 <= first["accuracy"] <= 1
+    assert first["accuracy"] == (first["predicted"] == first["test"][3]).double().mean().item()
