@@ -39,3 +39,16 @@ def test_training_is_seeded_and_a_penalty_changes_it():
     weights = first["test"][-1]
     assert torch.allclose(weights.sum(-1), torch.ones(50)) and 0 <= first["accuracy"] <= 1
     assert first["accuracy"] == (first["predicted"] == first["test"][3]).double().mean().item()
+
+
+def test_no_experiment_imports_the_lookup_so_its_changes_leave_stored_runs_valid():
+    """lookup.py is in records.NOT_RUN_CODE: editing it must not be able to change what a stored run computed."""
+    from pathlib import Path
+
+    from sparse_tutorial.runs.records import NOT_RUN_CODE
+
+    package = Path(__file__).resolve().parents[1] / "sparse_tutorial"
+    assert "lookup.py" in NOT_RUN_CODE
+    importers = [path for path in package.rglob("*.py") if path.name != "lookup.py"
+                 and "sparse_tutorial.lookup" in path.read_text(encoding="utf-8")]
+    assert importers == []
