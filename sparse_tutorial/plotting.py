@@ -4,7 +4,8 @@ Chapters call :func:`set_style` once in their setup cell, so every figure of the
 and colours; :func:`attention_heatmap` draws a ``(tgt_len, src_len)`` weight matrix with the tokens on
 the axes (chapter 1 introduces it, chapters 9–12 use it on trained models); :func:`plot_distributions`
 draws several attention vectors over the same positions side by side (chapters 4–6); :func:`mark_links`
-outlines the cells of gold alignment links on a heatmap (chapter 9).
+outlines the cells of gold alignment links on a heatmap (chapter 9); :func:`attention_diagram` draws the
+book's map of the mechanism, the box a chapter changes coloured (chapters 1–7).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-__all__ = ["set_style", "attention_heatmap", "mark_links", "plot_distributions", "ATTENTION_CMAP", "PALETTE"]
+__all__ = ["set_style", "attention_heatmap", "mark_links", "plot_distributions", "attention_diagram",
+           "ATTENTION_CMAP", "PALETTE", "MECHANISM_PARTS"]
 
 PALETTE = "colorblind"
 """Colour palette of every figure, static (seaborn) and interactive (:mod:`sparse_tutorial.interactive`)."""
@@ -201,4 +203,52 @@ def plot_distributions(
     ax.legend()
     if title is not None:
         ax.set_title(title)
+    return ax
+
+
+MECHANISM_PARTS = {
+    "score": ("score\n$e_{ij} = \\mathrm{score}(s_i, h_j)$", "ch. 1"),
+    "projection": ("projection\n$\\boldsymbol{\\alpha}_i = \\phi(\\mathbf{e}_i)$", "ch. 5, 6"),
+    "context": ("context\n$c_i = \\sum_j \\alpha_{ij} h_j$", "ch. 1"),
+    "penalty": ("penalty on the weights\n$+\\lambda R(\\boldsymbol{\\alpha}_i)$ in the loss", "ch. 2–4"),
+    "coverage": ("coverage\n$C_{i+1} = C_i + \\boldsymbol{\\alpha}_i$", "ch. 7"),
+}
+"""The boxes of :func:`attention_diagram`: name → (text, the chapters that change it)."""
+
+
+def attention_diagram(highlight: str | None = None, ax: Axes | None = None) -> Axes:
+    """The book's map of attention at decoder step ``i``: the decoder state and the encoder states are scored,
+    a projection turns the scores into weights on the simplex, the weights average the encoder states into
+    the context; a penalty on the weights enters the training loss, and coverage carries the weights to the
+    next step's scores. ``highlight`` (a key of :data:`MECHANISM_PARTS`) draws the box a chapter changes in the
+    accent colour. White boxes with dark text, so the figure reads in a light or a dark theme."""
+    if highlight is not None and highlight not in MECHANISM_PARTS:
+        raise ValueError(f"highlight must be None or one of {sorted(MECHANISM_PARTS)}, got {highlight!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.4))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 3.5)
+    ax.axis("off")
+    centres = {"score": (2.9, 2.6), "projection": (5.3, 2.6), "context": (7.9, 2.6), "penalty": (5.3, 0.7),
+               "coverage": (2.9, 0.7)}
+    inputs = {"decoder state $s_i$": (0.7, 3.2), "encoder states\n$h_1, \\dots, h_n$": (0.7, 1.9)}
+    box = {"boxstyle": "round,pad=0.35", "linewidth": 1.2}
+    for name, (x, y) in centres.items():
+        text, chapters = MECHANISM_PARTS[name]
+        colour = sns.color_palette(PALETTE)[1] if name == highlight else "#ffffff"
+        ax.text(x, y, text, ha="center", va="center", fontsize=10, color="#1a1a1a",
+                bbox={**box, "facecolor": colour, "edgecolor": "#333333"})
+        ax.text(x, y + 0.58 if y > 1.5 else y - 0.52, chapters, ha="center", va="center", fontsize=8,
+                color="#555555")
+    for text, (x, y) in inputs.items():
+        ax.text(x, y, text, ha="center", va="center", fontsize=10, color="#1a1a1a",
+                bbox={**box, "facecolor": "#f2f2f2", "edgecolor": "#999999"})
+    arrow = {"arrowstyle": "-|>", "color": "#333333", "linewidth": 1.3}
+    for start, end, style in [((1.45, 3.1), (1.95, 2.75), "-"), ((1.45, 2.0), (1.95, 2.45), "-"),
+                              ((3.85, 2.6), (4.35, 2.6), "-"), ((6.25, 2.6), (6.85, 2.6), "-"),
+                              ((5.3, 2.2), (5.3, 1.2), "-"), ((5.3, 2.2), (3.6, 1.15), "-"),
+                              ((2.9, 1.2), (2.9, 2.15), "--"), ((8.95, 2.6), (9.7, 2.6), "-")]:
+        ax.annotate("", xy=end, xytext=start, arrowprops={**arrow, "linestyle": style})
+    ax.text(9.75, 2.95, "decoder", ha="right", va="center", fontsize=9, color="#555555")
+    ax.text(2.8, 1.68, "next step", ha="right", va="center", fontsize=8, color="#555555")
     return ax

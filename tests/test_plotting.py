@@ -9,7 +9,8 @@ import pytest
 import torch
 from matplotlib.patches import Rectangle
 
-from sparse_tutorial.plotting import ATTENTION_CMAP, attention_heatmap, mark_links, plot_distributions, set_style
+from sparse_tutorial.plotting import (ATTENTION_CMAP, MECHANISM_PARTS, attention_diagram, attention_heatmap, mark_links,
+                                      plot_distributions, set_style)
 
 
 @pytest.fixture(autouse=True)
@@ -98,3 +99,16 @@ def test_plot_distributions_draws_one_bar_group_per_vector():
 def test_plot_distributions_rejects_vectors_of_different_lengths():
     with pytest.raises(ValueError, match="common length"):
         plot_distributions({"a": np.ones(3) / 3, "b": np.ones(2) / 2})
+
+
+def test_attention_diagram_draws_every_part_and_colours_the_one_asked_for():
+    for highlight in (None, *MECHANISM_PARTS):
+        ax = attention_diagram(highlight)
+        boxes = {text.get_text(): text.get_bbox_patch().get_facecolor() for text in ax.texts
+                 if text.get_bbox_patch() is not None}
+        for name, (label, _) in MECHANISM_PARTS.items():
+            white = boxes[label] == (1.0, 1.0, 1.0, 1.0)
+            assert white == (name != highlight), (highlight, name)
+        plt.close(ax.figure)
+    with pytest.raises(ValueError, match="highlight"):
+        attention_diagram("softmax")
