@@ -72,11 +72,11 @@ def test_the_stored_file_is_json_with_its_command():
     assert "tools/gpu_check.py" in stored["command"]
 
 
-@pytest.mark.parametrize("chapter,name", [("part2/08_nmt_model", "nmt"), ("part2/09_sparse_nmt", "nmt"),
-                                          ("part2/10_summarization", "summarization"),
-                                          ("part3/11_attention_text_classification", "classification"),
-                                          ("part3/12_sparse_interpretability", "interpretability"),
-                                          ("part3/13_attention_as_explanation", "explanation")])
+@pytest.mark.parametrize("chapter,name", [("part2/09_nmt_model", "nmt"), ("part2/10_sparse_nmt", "nmt"),
+                                          ("part2/11_summarization", "summarization"),
+                                          ("part3/12_attention_text_classification", "classification"),
+                                          ("part3/13_sparse_interpretability", "interpretability"),
+                                          ("part3/14_attention_as_explanation", "explanation")])
 def test_each_chapter_states_its_full_grids_bound_as_the_cost_model_gives_it(chapter, name):
     cells = json.loads((REPO / "book" / f"{chapter}.ipynb").read_text())["cells"]
     text = " ".join(" ".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown").split())

@@ -71,7 +71,7 @@ LOOP_STEPS = 64
 """Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
 CHAPTER_WORKERS = 4
 """Chapters executed at a time by :func:`chapters`."""
-QUICK_SYSTEMS_CHAPTER = "09_sparse_nmt.ipynb"
+QUICK_SYSTEMS_CHAPTER = "10_sparse_nmt.ipynb"
 """The chapter whose quick systems :func:`chapters` trains side by side beforehand (:func:`start_quick_systems`)."""
 KERNEL_START_GAP = 3.0
 """Seconds between two chapters' starts: kernels started together can pick the same free port (one of 14
