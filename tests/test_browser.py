@@ -294,12 +294,12 @@ def test_interactive_figure_never_scrolls_sideways_when_its_column_narrows(figur
 
 def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):
     if "stored-heatmaps" not in INTERACTIVE_FIGURES:
-        pytest.skip("chapter 9 shows the stored heatmaps' slider once two systems of its grid are stored")
+        pytest.skip("chapter 10 shows the stored heatmaps' slider once two systems of its grid are stored")
     page, _ = INTERACTIVE_FIGURES["stored-heatmaps"]
     figure = figure_pages[page]["figures"]["stored-heatmaps"]
     shown = json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text(encoding="utf-8"))["heatmaps"]
     system = list(shown)[figure["clicked"]]  # the hover comes after the click: the first cell of that system's map
-    sentence = shown[system][0]  # chapter 9 shows each system's first stored test sentence
+    sentence = shown[system][0]  # chapter 10 shows each system's first stored test sentence
     first = f"source: {sentence['source'][0]}target: {sentence['output'][0]}"
     assert figure["hover"] == f"{first}weight: {sentence['attention'][0][0]:.3f}", figure
 
