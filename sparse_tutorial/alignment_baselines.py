@@ -1,4 +1,4 @@
-"""Word alignments without attention: the baselines an attention AER must beat (chapter 9, Table III).
+"""Word alignments without attention: the baselines an attention AER must beat (chapter 10, Table III).
 
 * :func:`diagonal_alignment` -- every target word linked to the source word at the same relative
   position, the alignment of a model that knows only the two lengths;
@@ -11,7 +11,7 @@ Alignments follow :mod:`sparse_tutorial.metrics`: sets of ``(source_index, targe
 so :func:`~sparse_tutorial.metrics.aer` scores them directly.
 
 Why not NLTK's ``nltk.translate.IBMModel1`` (NLTK is installed with ``rouge-score``)? It is a pure-Python
-loop over every word pair: 50 s for five iterations on the 7.1k Greek-English training verses of chapter 9,
+loop over every word pair: 50 s for five iterations on the 7.1k Greek-English training verses of chapter 10,
 where the vectorised EM below takes about a second. It also normalises a target word that occurs twice in
 a sentence once for both occurrences, halving their counts. ``tests/test_alignment_baselines.py`` checks
 that the two agree wherever NLTK follows Brown et al.

@@ -1,6 +1,6 @@
 """Coverage: remembering how much attention each source word has already received.
 
-Chapter 7 (*Coverage*) explains this module; chapters 9 and 10 use it in translation and summarization.
+Chapter 8 (*Coverage*) explains this module; chapters 10 and 11 use it in translation and summarization.
 
 A decoder that forgets where it has looked over-translates (attends to the same word again and again) and
 under-translates (never attends to some words). Coverage keeps a running record per source word:

@@ -1,4 +1,4 @@
-"""Greedy decoding and batched beam search over any step function (chapter 8 explains them).
+"""Greedy decoding and batched beam search over any step function (chapter 9 explains them).
 
 A decoder is seen through one function that advances every hypothesis by one token::
 

@@ -1,6 +1,6 @@
 """Interactive figures that work in the static book: a knob (τ, λ, α, a system) on a slider, values on hover.
 
-Chapters 4, 5, 6 and 9 draw them with plotly. Each builder returns an :class:`InteractiveFigure`, which a
+Chapters 4, 5, 7 and 10 draw them with plotly. Each builder returns an :class:`InteractiveFigure`, which a
 notebook shows as HTML: a ``<div>`` with a fixed ``div_id`` and a script that draws the figure with plotly.js.
 Every slider step holds its data in the page, so the figure needs no kernel; and the output is the same at
 every run (fixed id, rounded values, no timestamp), as strict nbval requires.

@@ -1,15 +1,15 @@
-"""Interpreting attention classifiers: the quantities of chapters 11-13.
+"""Interpreting attention classifiers: the quantities of chapters 12-14.
 
-Sun & Lu (2020), chapter 11
+Sun & Lu (2020), chapter 12
     :func:`token_scores` -- the instance-independent *polarity score* ``s_e = h_eᵀW`` (eq. 7) and *attention
     score* ``a_e = h_eᵀV/λ`` (eq. 1) of every vocabulary token; :func:`gamma` (eq. 28) and
     :func:`token_classes` (positive / negative / neutral with the paper's thresholds, and the multi-class
     rule of their footnote 9).
-Meister et al. (2021), chapter 12
+Meister et al. (2021), chapter 13
     :func:`gradient_importance` (eq. 4, inputs → ŷ), :func:`intermediate_importance` (eq. 5, inputs → ‖h_p‖),
     :func:`leave_one_out_importance` (eq. 6, from :func:`leave_one_out_logits`), :func:`normalized_entropy`
     and :func:`kendall_tau_b`.
-Attention as explanation, chapter 13
+Attention as explanation, chapter 14
     :func:`jensen_shannon` and :func:`adversarial_attention` (Jain & Wallace 2019, §4).
 
 Everything runs the model in ``eval()`` mode (dropout off) and works on whole padded batches

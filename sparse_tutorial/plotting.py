@@ -2,10 +2,10 @@
 
 Chapters call :func:`set_style` once in their setup cell, so every figure of the book shares fonts, sizes
 and colours; :func:`attention_heatmap` draws a ``(tgt_len, src_len)`` weight matrix with the tokens on
-the axes (chapter 1 introduces it, chapters 9–12 use it on trained models); :func:`plot_distributions`
-draws several attention vectors over the same positions side by side (chapters 4–6); :func:`mark_links`
-outlines the cells of gold alignment links on a heatmap (chapter 9); :func:`attention_diagram` draws the
-book's map of the mechanism, the box a chapter changes coloured (chapters 1–7).
+the axes (chapter 1 introduces it, chapters 10–13 use it on trained models); :func:`plot_distributions`
+draws several attention vectors over the same positions side by side (chapters 3 and 8); :func:`mark_links`
+outlines the cells of gold alignment links on a heatmap (chapter 10); :func:`attention_diagram` draws the
+book's map of the mechanism, the box a chapter changes coloured (chapters 1–8).
 """
 from __future__ import annotations
 
@@ -208,10 +208,10 @@ def plot_distributions(
 
 MECHANISM_PARTS = {
     "score": ("score\n$e_{ij} = \\mathrm{score}(s_i, h_j)$", "ch. 1"),
-    "projection": ("projection\n$\\boldsymbol{\\alpha}_i = \\phi(\\mathbf{e}_i)$", "ch. 5, 6"),
+    "projection": ("projection\n$\\boldsymbol{\\alpha}_i = \\phi(\\mathbf{e}_i)$", "ch. 5–7"),
     "context": ("context\n$c_i = \\sum_j \\alpha_{ij} h_j$", "ch. 1"),
     "penalty": ("penalty on the weights\n$+\\lambda R(\\boldsymbol{\\alpha}_i)$ in the loss", "ch. 2–4"),
-    "coverage": ("coverage\n$C_{i+1} = C_i + \\boldsymbol{\\alpha}_i$", "ch. 7"),
+    "coverage": ("coverage\n$C_{i+1} = C_i + \\boldsymbol{\\alpha}_i$", "ch. 8"),
 }
 """The boxes of :func:`attention_diagram`: name → (text, the chapters that change it)."""
 

@@ -1,6 +1,6 @@
 """The score functions of the attention zoo: how well a query matches each key, ``e_j = score(q, k_j)``.
 
-Chapter 1 (*Attention in one page, and the zoo*) compares them; chapter 7 (*Coverage*) adds the coverage
+Chapter 1 (*Attention in one page, and the zoo*) compares them; chapter 8 (*Coverage*) adds the coverage
 feature of :class:`CoverageAdditiveScore`. :mod:`sparse_tutorial.attention` turns scores into weights.
 
 Every score module has ``forward(query, keys, **state) -> scores (batch, src_len)`` with

@@ -1,4 +1,4 @@
-"""One training loop for every model in the book (chapters 8-12 use it; chapter 8 explains it).
+"""One training loop for every model in the book (chapters 9-13 use it; chapter 9 explains it).
 
 :func:`train` takes a model, the training batches, a ``loss_fn(model, batch) -> (loss, stats)`` and a
 :class:`TrainConfig`, and returns a :class:`History`. It handles what every experiment needs and nothing
@@ -81,7 +81,7 @@ class TrainConfig:
         lr_decay_start, lr_decay: from epoch ``lr_decay_start`` on (counting from 0), each epoch trains with
             the previous one's learning rate times ``lr_decay`` (Luong et al. 2015 halve it every epoch after
             the fifth); ``lr_decay_start=None``: the same learning rate throughout.
-        optimizer: ``"adam"``, ``"sgd"`` or ``"adagrad"`` (Sun & Lu, chapter 11).
+        optimizer: ``"adam"``, ``"sgd"`` or ``"adagrad"`` (Sun & Lu, chapter 12).
         weight_decay: L2 weight decay of the optimizer.
         grad_clip: clip the global gradient L2 norm to this value; ``None`` = no clipping.
         patience: stop after this many epochs without a better dev score; ``None`` = never stop early.

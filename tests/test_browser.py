@@ -242,7 +242,7 @@ def test_the_scorecard_table_sorts_and_searches_offline_and_lists_every_claim(se
 
     claims = sum(len(json.loads((REPO_ROOT / "book" / "results" / f"{name}.json").read_text())["checks"]["claims"])
                  for name in SOURCES)
-    dom = chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", f"{server}/book/part4/15_scorecard.html")
+    dom = chromium(f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", f"{server}/book/part4/16_scorecard.html")
     assert "dt-container" in dom and 'type="search"' in dom, "DataTables did not enhance the scorecard"
     assert re.search(rf"of {claims} entries", dom), f"the table's info does not count {claims} claims"
     assert "dt_for_itables" not in dom and "../../_static/itables/dt_bundle.js" in dom   # the served bundle, no CDN
@@ -251,12 +251,12 @@ def test_the_scorecard_table_sorts_and_searches_offline_and_lists_every_claim(se
 INTERACTIVE_FIGURES = {
     "linf-vs-entropy": ("book/part1/04_min_entropy.html", 3),
     "temperature-slider": ("book/part1/05_temperature_gumbel.html", 3),
-    "sparsegen-simplex": ("book/part1/06_sparsemax.html", 4),
-    "alpha-entmax-simplex": ("book/part1/06_sparsemax.html", 4),
+    "sparsegen-simplex": ("book/part1/07_sparsegen_entmax.html", 4),
+    "alpha-entmax-simplex": ("book/part1/07_sparsegen_entmax.html", 4),
 }
 """Element id of each interactive figure → its page and number of traces."""
 if len(json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text())["heatmaps"]) >= 2:
-    INTERACTIVE_FIGURES["stored-heatmaps"] = ("book/part2/09_sparse_nmt.html", 1)  # once two systems are stored
+    INTERACTIVE_FIGURES["stored-heatmaps"] = ("book/part2/10_sparse_nmt.html", 1)  # once two systems are stored
 
 
 @pytest.fixture(scope="module")
@@ -294,12 +294,12 @@ def test_interactive_figure_never_scrolls_sideways_when_its_column_narrows(figur
 
 def test_heatmap_hover_names_source_word_target_word_and_weight(figure_pages):
     if "stored-heatmaps" not in INTERACTIVE_FIGURES:
-        pytest.skip("chapter 9 shows the stored heatmaps' slider once two systems of its grid are stored")
+        pytest.skip("chapter 10 shows the stored heatmaps' slider once two systems of its grid are stored")
     page, _ = INTERACTIVE_FIGURES["stored-heatmaps"]
     figure = figure_pages[page]["figures"]["stored-heatmaps"]
     shown = json.loads((REPO_ROOT / "book" / "results" / "nmt.json").read_text(encoding="utf-8"))["heatmaps"]
     system = list(shown)[figure["clicked"]]  # the hover comes after the click: the first cell of that system's map
-    sentence = shown[system][0]  # chapter 9 shows each system's first stored test sentence
+    sentence = shown[system][0]  # chapter 10 shows each system's first stored test sentence
     first = f"source: {sentence['source'][0]}target: {sentence['output'][0]}"
     assert figure["hover"] == f"{first}weight: {sentence['attention'][0][0]:.3f}", figure
 

@@ -93,7 +93,7 @@ def test_seq2seq_forward_and_beam_search_match_the_cpu():
 
 
 def test_a_penalty_gradient_through_the_seq2seq_model_in_eval_mode_matches_the_cpu():
-    """Chapter 9's cell: the gradient of an attention penalty with dropout off. cuDNN's LSTM has no backward
+    """Chapter 10's cell: the gradient of an attention penalty with dropout off. cuDNN's LSTM has no backward
     in eval mode, so the chapter turns cuDNN off for it."""
     model, batch = tiny_translation()
 
@@ -159,7 +159,7 @@ def test_pointer_generator_matches_the_cpu():
 
 
 def test_the_part_iii_analyses_run_on_the_models_device_and_match_the_cpu():
-    """Chapters 12-13's measures on a model on the GPU with a split on the CPU: the analyses move the split
+    """Chapters 13-14's measures on a model on the GPU with a split on the CPU: the analyses move the split
     to the model (:func:`on_device_of`) and give the CPU's numbers. In float64: in float32 cuDNN's LSTM runs in
     TF32 by default (``torch.backends.cudnn.allow_tf32``), which moved the leave-one-out entropy by 1.6e-4 on an
     H200, a rounding difference and not a device bug."""

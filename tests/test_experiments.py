@@ -134,7 +134,7 @@ def test_every_system_trains_from_scratch_and_the_delayed_penalty_waits(toy_tran
 
 
 def test_the_chapters_quick_systems_are_trained_once_and_then_loaded(toy_translation, monkeypatch, tmp_path):
-    """Chapters 8 and 9 share their quick systems through the checkpoint cache: the first call trains (from
+    """Chapters 9 and 10 share their quick systems through the checkpoint cache: the first call trains (from
     scratch, as the stored grid does), the second loads the same weights, history and dev measures."""
     from sparse_tutorial.experiments.nmt import checkpoints as nmt_checkpoints
     from sparse_tutorial.experiments.nmt.training import SYSTEMS

@@ -1,4 +1,4 @@
-"""Issues 17 and 30: the verdicts on chapter 13's claims (explanation_claims.judge) on made-up per-sentence
+"""Issues 17 and 30: the verdicts on chapter 14's claims (explanation_claims.judge) on made-up per-sentence
 outcomes, so each rule is seen to give ✓, ✗, ? and "not tested" under the inference standard."""
 import numpy as np
 

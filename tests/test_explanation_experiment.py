@@ -1,5 +1,5 @@
 """sparse_tutorial.experiments.explanation as a sweep: its grid of runs, and the results assembled from them
-on a tiny synthetic task (no download needed) -- the shape chapter 13 reads, with the numbers the chapter's
+on a tiny synthetic task (no download needed) -- the shape chapter 14 reads, with the numbers the chapter's
 building blocks give."""
 from dataclasses import replace
 
@@ -49,7 +49,7 @@ def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_number
         assert [row["seed"] for row in results[test]] == [0, 1]
     assert results["baselines"][0]["uniform_trained"] != results["baselines"][1]["uniform_trained"]
     assert list(results["baselines"][0]) == ["seed", *E.BASELINES]
-    # seed 1 computed directly, as chapter 13 does, gives the same numbers (as stored: a NaN is None)
+    # seed 1 computed directly, as chapter 14 does, gives the same numbers (as stored: a NaN is None)
     config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
     training = dict(seed=1, epochs=TINY.epochs, lr=E.LR, optimizer=E.OPTIMIZER)
     base = fit(config, TASK, **training)
@@ -63,7 +63,7 @@ def test_assembled_results_have_one_row_per_seed_with_the_building_blocks_number
 
 
 def test_a_loop_over_baseline_models_gives_the_baselines_numbers(one_thread):
-    """Chapter 13 trains W&P's models in a visible loop over :func:`baseline_models`: the same accuracies
+    """Chapter 14 trains W&P's models in a visible loop over :func:`baseline_models`: the same accuracies
     as :func:`baselines`, and the adversary's weight reaches its loss."""
     config = meister_config("bilstm", TASK.vocab_size, embed_dim=TINY.embedding_dim, hidden_dim=TINY.hidden_dim)
     training = dict(seed=0, epochs=TINY.epochs, lr=0.05, optimizer=E.OPTIMIZER)

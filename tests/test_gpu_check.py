@@ -24,7 +24,7 @@ def generated_blocks() -> list[str]:
 def test_the_appendix_prints_what_the_stored_gpu_check_says():
     check = cost.gpu_check()
     assert generated_blocks() == [cost.check_summary(check), cost.cost_table(check)]
-    # chapters 8-13 and the appendix say that no full grid is bounded within one Colab session
+    # chapters 9-14 and the appendix say that no full grid is bounded within one Colab session
     assert not any(cost.full_grid_estimate(name, check)["fits_one_session"] for name in check["one_epoch"])
 
 
@@ -72,11 +72,11 @@ def test_the_stored_file_is_json_with_its_command():
     assert "tools/gpu_check.py" in stored["command"]
 
 
-@pytest.mark.parametrize("chapter,name", [("part2/08_nmt_model", "nmt"), ("part2/09_sparse_nmt", "nmt"),
-                                          ("part2/10_summarization", "summarization"),
-                                          ("part3/11_attention_text_classification", "classification"),
-                                          ("part3/12_sparse_interpretability", "interpretability"),
-                                          ("part3/13_attention_as_explanation", "explanation")])
+@pytest.mark.parametrize("chapter,name", [("part2/09_nmt_model", "nmt"), ("part2/10_sparse_nmt", "nmt"),
+                                          ("part2/11_summarization", "summarization"),
+                                          ("part3/12_attention_text_classification", "classification"),
+                                          ("part3/13_sparse_interpretability", "interpretability"),
+                                          ("part3/14_attention_as_explanation", "explanation")])
 def test_each_chapter_states_its_full_grids_bound_as_the_cost_model_gives_it(chapter, name):
     cells = json.loads((REPO / "book" / f"{chapter}.ipynb").read_text())["cells"]
     text = " ".join(" ".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown").split())
@@ -121,7 +121,7 @@ def test_chapter_keeps_the_other_chapters_results_each_with_its_date(tmp_path, m
     assert stored["chapters"]["b.ipynb"]["seconds"] == 3.0 and stored["chapters"]["b.ipynb"]["date"] != "then"
 
 
-def test_chapter_9s_quick_systems_are_trained_side_by_side_only_when_it_runs(tmp_path, monkeypatch):
+def test_chapter_10s_quick_systems_are_trained_side_by_side_only_when_it_runs(tmp_path, monkeypatch):
     started = []
     monkeypatch.setattr(gpu_check, "start_quick_systems", lambda environment, log: started.append(log) or [])
     gpu_check.chapters(tmp_path, seconds=1.0, workers=1, paths=[REPO / "book" / "part1" / "03_linf.ipynb"])

@@ -46,7 +46,7 @@ def test_every_kind_of_claim_can_come_out_every_way(kind, a, b, margin, expected
 
 
 def test_a_contradiction_of_a_margin_claim_is_judged_as_firmly_as_a_support():
-    """Three seeds ahead by 2, 21 and 2.5 against a margin of 0.5 (chapter 9's λ = 0.005 against λ = 0.01):
+    """Three seeds ahead by 2, 21 and 2.5 against a margin of 0.5 (chapter 10's λ = 0.005 against λ = 0.01):
     the hierarchical bootstrap's interval lies beyond the margin, but the seeds disagree too much for their
     own test, so "on par" is not contradicted; seeds that agree contradict it, unless the family is large."""
     rng = np.random.default_rng(0)
@@ -216,12 +216,12 @@ def test_the_appendix_states_the_margins_and_the_tie_bound_gap_the_code_uses():
     from sparse_tutorial.experiments.summarization import claims as summarization_claims
     from sparse_tutorial.stats.inference import ACCURACY_MARGIN
     text = " ".join((Path(__file__).resolve().parent.parent / "book" / "appendix" / "reproducibility.md").read_text().split())
-    assert ACCURACY_MARGIN == 0.01 and "one accuracy point (`ACCURACY_MARGIN`, chapters 11 and 13)" in text
-    assert nmt_claims.BLEU_MARGIN == 0.5 and "0.5 BLEU (chapter 9)" in text
+    assert ACCURACY_MARGIN == 0.01 and "one accuracy point (`ACCURACY_MARGIN`, chapters 12 and 14)" in text
+    assert nmt_claims.BLEU_MARGIN == 0.5 and "0.5 BLEU (chapter 10)" in text
     assert (alignment_claims.SHUFFLE_NLL_GAP, alignment_claims.UNIFORM_ENTROPY_GAP) == (0.5, 0.5)
     assert "at least 0.5 nats per word" in text and "at least 0.5 nats per word below uniform" in text
-    assert summarization_claims.PAR_MARGIN == 1.0 and "1 ROUGE-L point (chapter 10)" in text
-    assert interpretability_claims.ENTROPY_MARGIN == 0.1 and "0.1 of normalized entropy (chapter 12)" in text
+    assert summarization_claims.PAR_MARGIN == 1.0 and "1 ROUGE-L point (chapter 11)" in text
+    assert interpretability_claims.ENTROPY_MARGIN == 0.1 and "0.1 of normalized entropy (chapter 13)" in text
     assert interpretability_claims.TIE_BOUND_GAP == 0.05 and "τ-b within 0.05 of the cap" in text
 
 

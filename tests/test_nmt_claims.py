@@ -1,4 +1,4 @@
-"""Issues 29-30: chapter 9's claims are fixed before the run, judged by the inference standard, and 'not
+"""Issues 29-30: chapter 10's claims are fixed before the run, judged by the inference standard, and 'not
 tested' when an intervention did not act (translation) or the aligners fail their controls (Table III)."""
 import numpy as np
 import pytest

@@ -19,7 +19,8 @@ RETIRED = {
     r"\\operatorname\{Ent\}": "entropy is H",
 }
 """Patterns of retired symbols, and what the book writes instead."""
-OWN_LAMBDA = {"06_sparsemax": "g", "11_attention_text_classification": "s", "12_sparse_interpretability": "g"}
+OWN_LAMBDA = {"06_sparsemax": "g", "07_sparsegen_entmax": "g", "12_attention_text_classification": "s",
+              "13_sparse_interpretability": "g"}
 """Chapters whose λ is not a penalty weight: every λ in their math carries this subscript."""
 
 
@@ -42,7 +43,7 @@ def offences(path: Path) -> list[str]:
             found += [f"{math.strip()[:60]!r}: {why}" for pattern, why in RETIRED.items() if re.search(pattern, math)]
             if own and re.search(rf"\\lambda(?!_{own}|_\{{{own}\}})", math):
                 found.append(f"{math.strip()[:60]!r}: this chapter's λ is λ_{own}")
-            if path.stem == "12_sparse_interpretability" and re.search(r"\\tau(?!_b)", math):
+            if path.stem == "13_sparse_interpretability" and re.search(r"\\tau(?!_b)", math):
                 found.append(f"{math.strip()[:60]!r}: Kendall's τ is τ_b")
     return found
 

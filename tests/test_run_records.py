@@ -157,7 +157,7 @@ def test_the_code_fingerprint_covers_what_runs_and_ignores_docstrings(tmp_path):
             "experiments/nmt/training.py"} <= alignment
     assert not alignment & {"experiments/nmt/__init__.py", "experiments/alignment/claims.py",
                             "experiments/alignment/results.py"}
-    # an experiment that runs another's code is tied to it too (chapter 13 trains with classification's fit)
+    # an experiment that runs another's code is tied to it too (chapter 14 trains with classification's fit)
     explanation = files("explanation")
     assert {"experiments/explanation/__init__.py", "experiments/classification/__init__.py",
             "experiments/classification/training.py", "experiments/interpretability/__init__.py"} <= explanation

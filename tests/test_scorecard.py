@@ -43,5 +43,5 @@ def test_the_scorecard_page_imports_the_bundle_the_book_serves():
     sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
     from interactive_tables import BUNDLE_URL
 
-    page = nbformat.read(REPO_ROOT / "book" / "part4" / "15_scorecard.ipynb", 4)
+    page = nbformat.read(REPO_ROOT / "book" / "part4" / "16_scorecard.ipynb", 4)
     assert any(f'"dt_url": "{BUNDLE_URL}"' in cell.source for cell in page.cells if cell.cell_type == "code")

@@ -1,4 +1,4 @@
-"""Issues 17 and 30: chapter 10's verdicts (experiments/summarization/claims.py) under the inference
+"""Issues 17 and 30: chapter 11's verdicts (experiments/summarization/claims.py) under the inference
 standard can come out ✓, ✗, ? and "not tested"."""
 import numpy as np
 

@@ -100,7 +100,7 @@ def test_grid_trains_the_headline_systems_with_every_seed(monkeypatch):
 
 
 def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_thread):
-    """The shape chapter 10 reads, with the building blocks' numbers; a NaN metric (``None`` as stored)
+    """The shape chapter 11 reads, with the building blocks' numbers; a NaN metric (``None`` as stored)
     makes its mean NaN rather than failing."""
     monkeypatch.setitem(S.SIZES, "quick", dataclasses.replace(SIZES, headline=("ABS",)))
     monkeypatch.setattr(S, "load_data", lambda sizes: data)
@@ -116,7 +116,7 @@ def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_
     systems = results["systems"]
     assert list(systems) == ["ABS", "ABS+Pointer"]
     assert [[run["seed"] for run in systems[name]["runs"]] for name in systems] == [[0, 1], [0]]
-    direct = [S.run_system(S.SYSTEMS["ABS"], data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 10 trains them
+    direct = [S.run_system(S.SYSTEMS["ABS"], data, SIZES, seed=seed) for seed in (0, 1)]  # as chapter 11 trains them
     assert [{key: value for key, value in run.items() if key != "train_and_eval_seconds"}
             for run in systems["ABS"]["runs"]] == [
         {"seed": seed, **S.rounded(result.metrics), "best_epoch": result.history.best_epoch}

@@ -11,8 +11,8 @@
    full sizes, reading the values it keeps on the device every step (as it did before issue 33) and every
    :data:`~sparse_tutorial.training.READ_EVERY` steps: what not waiting for the GPU at each step gains.
 4. Every chapter in its quick profile with the GPU visible (``tools/book_tools.py execute --gpu`` on a copy
-   of ``book/``, :data:`CHAPTER_WORKERS` at a time): chapters 8-10 then train on the GPU, and their asserts
-   must hold there as they hold on any CPU. Chapter 9's three quick systems are trained side by side as the
+   of ``book/``, :data:`CHAPTER_WORKERS` at a time): chapters 9-11 then train on the GPU, and their asserts
+   must hold there as they hold on any CPU. Chapter 10's three quick systems are trained side by side as the
    chapters start (:func:`start_quick_systems`).
 5. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
    training on the GPU, decoding, the metrics), with every epoch count cut to 1 and the evaluation sets to
@@ -71,7 +71,7 @@ LOOP_STEPS = 64
 """Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
 CHAPTER_WORKERS = 4
 """Chapters executed at a time by :func:`chapters`."""
-QUICK_SYSTEMS_CHAPTER = "09_sparse_nmt.ipynb"
+QUICK_SYSTEMS_CHAPTER = "10_sparse_nmt.ipynb"
 """The chapter whose quick systems :func:`chapters` trains side by side beforehand (:func:`start_quick_systems`)."""
 KERNEL_START_GAP = 3.0
 """Seconds between two chapters' starts: kernels started together can pick the same free port (one of 14
@@ -232,7 +232,7 @@ def chapter_paths() -> list[Path]:
 
 
 def train_quick_system(name: str) -> None:
-    """Chapter 9's quick system ``name`` (seed 0) trained on this machine's device into the checkpoint cache,
+    """Chapter 10's quick system ``name`` (seed 0) trained on this machine's device into the checkpoint cache,
     by the chapter's own :func:`~sparse_tutorial.experiments.nmt.checkpoints.trained_system`."""
     from sparse_tutorial import default_device
     from sparse_tutorial.experiments.nmt.checkpoints import trained_system
@@ -242,9 +242,9 @@ def train_quick_system(name: str) -> None:
 
 
 def start_quick_systems(environment: dict[str, str], log: Path) -> list[subprocess.Popen]:
-    """:func:`train_quick_system` of each of chapter 9's quick systems, side by side in processes of their own.
+    """:func:`train_quick_system` of each of chapter 10's quick systems, side by side in processes of their own.
     On a GPU, whose small steps wait on kernel launches, they then take the time of the slowest (117-180 s on
-    an H200) instead of the sum, which left chapter 9 alone past five minutes; the chapter waits on the
+    an H200) instead of the sum, which left chapter 10 alone past five minutes; the chapter waits on the
     checkpoint's lock and loads what they stored."""
     with log.open("w") as output:
         return [subprocess.Popen([sys.executable, __file__, "--quick-system", name], cwd=REPO_ROOT, env=environment,

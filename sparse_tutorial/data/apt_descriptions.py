@@ -1,4 +1,4 @@
-"""Package descriptions -> one-line synopses, a real summarization corpus from apt (chapter 10).
+"""Package descriptions -> one-line synopses, a real summarization corpus from apt (chapter 11).
 
 Source: the ``Translation-en`` index of Debian 12 "bookworm" main at point release 12.15, read through the
 fixed archive of :mod:`sparse_tutorial.data.debian` whatever the machine's own apt sources (Debian or

@@ -1,4 +1,4 @@
-"""Padding, boolean masks and length-bucketed batches (used by the training chapters 8-13).
+"""Padding, boolean masks and length-bucketed batches (used by the training chapters 9-14).
 
 Sequences of ids of different lengths become one ``(batch, max_len)`` ``LongTensor`` padded with
 ``pad_id`` plus a boolean mask of the same shape, **True = keep** (a real token), the one mask polarity of

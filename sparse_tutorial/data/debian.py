@@ -1,4 +1,4 @@
-"""One fixed Debian archive for the corpora that come from apt (chapters 8 and 10), whatever the machine's own.
+"""One fixed Debian archive for the corpora that come from apt (chapters 9 and 11), whatever the machine's own.
 
 The apt corpora are read from **Debian 12 "bookworm", main, at point release 12.15** (11 July 2026), never
 from the repositories the machine happens to be configured with: those differ between Debian and Ubuntu

@@ -1,4 +1,4 @@
-"""German-English sentence pairs from the Ding dictionary (Debian ``trans-de-en``), chapter 8's exercise.
+"""German-English sentence pairs from the Ding dictionary (Debian ``trans-de-en``), chapter 9's exercise.
 
 Source: Debian apt · ``trans-de-en`` 1.9-6 of the fixed archive of :mod:`sparse_tutorial.data.debian`
 (Debian 12.15, whatever the machine's own apt sources) · ``/usr/share/trans/de-en`` (Ding by Frank Richter,

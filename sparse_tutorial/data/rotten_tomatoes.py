@@ -1,4 +1,4 @@
-"""Rotten Tomatoes movie-review sentences with human sentiment ratings (chapters 11-13).
+"""Rotten Tomatoes movie-review sentences with human sentiment ratings (chapters 12-14).
 
 Source: PyPI · ``vaderSentiment==3.3.2`` **sdist** · ``additional_resources/hutto_ICWSM_2014.tar.gz`` ·
 ``hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt`` (Hutto & Gilbert, ICWSM 2014; MIT license).

@@ -3,7 +3,7 @@
 Several corpora are stored sorted by label (Rotten Tomatoes' test split starts with 97 % positive
 sentences, 20 Newsgroups' hockey-vs-baseball test file with every baseball post), so "the first n test
 examples" is close to one class. :func:`stratified_sample` draws the subset every evaluation of the library
-uses (chapters 12 and 13): each label gets its share of the ``count`` places (largest remainders), its
+uses (chapters 13 and 14): each label gets its share of the ``count`` places (largest remainders), its
 members are drawn at random with ``seed``, and the indices are kept in their order in the split. The same
 ``(labels, count, seed)`` gives the same subset on every machine, so every system and seed of a comparison
 is evaluated on the same examples. A subset whose label shares differ from the split's by more than

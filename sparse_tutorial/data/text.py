@@ -1,4 +1,4 @@
-"""Tokenization, the vocabulary, and per-token label counts (used by chapters 8-13).
+"""Tokenization, the vocabulary, and per-token label counts (used by chapters 9-14).
 
 The tokenizer is deliberately simple and fully documented, so a reader can predict every token:
 
@@ -12,7 +12,7 @@ heatmaps readable (each row and column is a word the reader can see).
 
 :class:`Vocabulary` maps tokens to ids with four specials at fixed positions: ``<pad>`` = 0, ``<unk>`` = 1,
 ``<bos>`` = 2, ``<eos>`` = 3. :func:`label_token_counts` counts, for a labelled corpus, how often each token
-occurs under each label (Sun & Lu's token polarity classes, chapter 11, are built from these counts).
+occurs under each label (Sun & Lu's token polarity classes, chapter 12, are built from these counts).
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def label_token_counts(token_lists: Iterable[Sequence[str]], labels: Iterable[in
     """For a labelled corpus, ``token -> [count under label 0, count under label 1, ...]``.
 
     Every occurrence counts (a token twice in one text counts twice). Sun & Lu's polarity classes
-    (chapter 11) compare these counts across the classes.
+    (chapter 12) compare these counts across the classes.
 
     Args:
         token_lists: tokenized texts.

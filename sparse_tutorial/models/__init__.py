@@ -1,6 +1,6 @@
-"""Models of the book: :mod:`~sparse_tutorial.models.seq2seq` (chapters 8-9),
-:mod:`~sparse_tutorial.models.pointer_generator` (chapter 10) and :mod:`~sparse_tutorial.models.classifier`
-(chapters 11-13)."""
+"""Models of the book: :mod:`~sparse_tutorial.models.seq2seq` (chapters 9-10),
+:mod:`~sparse_tutorial.models.pointer_generator` (chapter 11) and :mod:`~sparse_tutorial.models.classifier`
+(chapters 12-14)."""
 from sparse_tutorial.models.classifier import AttentionClassifier, ClassifierConfig, meister_config, sun_lu_config
 from sparse_tutorial.models.seq2seq import Seq2Seq, Seq2SeqConfig, TranslationBatch, make_batch, seq2seq_loss
 

@@ -1,4 +1,4 @@
-"""Attention-based text classifiers for Part III (chapters 11-13).
+"""Attention-based text classifiers for Part III (chapters 12-14).
 
 One model, :class:`AttentionClassifier`, covers the two papers of Part III; it is a pipeline of four small
 pieces that the interpretation code (:mod:`sparse_tutorial.interpret`) can call one at a time::
@@ -6,19 +6,19 @@ pieces that the interpretation code (:mod:`sparse_tutorial.interpret`) can call 
     token_ids --embed--> X^(e) --encode--> h_1..h_n --score--> a_1..a_n --projection--> alpha
               context = sum_j alpha_j h_j --head--> logits
 
-* Sun & Lu (2020), chapter 11: no encoder (``DP``), an LSTM (``DP-L``), an affine layer (``DP-A``), or
+* Sun & Lu (2020), chapter 12: no encoder (``DP``), an LSTM (``DP-L``), an affine layer (``DP-A``), or
   additive scoring (``AD``); the attention score of token j is ``a_j = h_jᵀV / λ`` (their eq. 1) with a
   learned *context vector* ``V`` and scaling factor ``λ``, the head is a bias-free ``W`` so that the
   instance-level polarity score is ``s = hᵀW = Σ_j α_j s_j`` (eqs. 4 and 6). :func:`sun_lu_config` builds
   the four variants; :meth:`AttentionClassifier.vtw` is the ``VᵀW`` quantity that their analysis and the
   optional regularizer are about.
-* Meister et al. (2021), chapter 12: a BiLSTM or Transformer encoder, additive
+* Meister et al. (2021), chapter 13: a BiLSTM or Transformer encoder, additive
   (``vᵀ tanh(W_1 h_i + W_2 q)``) or scaled-dot (``h_iᵀq / √m``) alignment with a learned query ``q`` and a
   pluggable projection (softmax, sparsemax, sparsegen-lin with its ``λ``). :func:`meister_config` builds them.
 
 Binary models return one logit per example (``s``, ``P(y=1) = σ(s)``); ``num_classes > 2`` returns one
 logit per class (softmax head). Every forward takes a boolean ``mask`` (True = real token) and can be handed
-fixed ``attention_weights`` instead of computing them, which chapter 13 uses for the uniform, permuted and
+fixed ``attention_weights`` instead of computing them, which chapter 14 uses for the uniform, permuted and
 adversarial attention experiments.
 """
 from __future__ import annotations

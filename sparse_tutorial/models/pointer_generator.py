@@ -1,6 +1,6 @@
 """The pointer-generator network of See et al. (2017), with optional coverage, for abstractive summarization.
 
-Chapter 10 (*Summarization with pointer, coverage and entropy*) trains it; Zhang et al. (2019, §VI-B) use it
+Chapter 11 (*Summarization with pointer, coverage and entropy*) trains it; Zhang et al. (2019, §VI-B) use it
 as the base of their ABS+Pointer(+Cov)(+Ent) systems.
 
 The model, in See et al.'s notation (``t`` = decoder step, ``i`` = source position):

@@ -1,4 +1,4 @@
-"""The attentional encoder-decoder of Zhang et al. (2019) §II, at any size (chapters 8 and 9).
+"""The attentional encoder-decoder of Zhang et al. (2019) §II, at any size (chapters 9 and 10).
 
 Encoder (eqs. 1-3): embeddings, a first **bidirectional** LSTM layer whose two directions are merged by a
 feed-forward layer ``h_j = tanh(W_l h→_j + W_r h←_j + b)`` (not concatenated; footnote 3), then

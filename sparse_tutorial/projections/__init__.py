@@ -1,8 +1,9 @@
 """Projections of attention scores onto the probability simplex: softmax and its sparse relatives.
 
 Every function maps ``scores: (..., n, ...)`` to ``weights`` of the same shape whose slices along ``dim``
-lie on the simplex (non-negative, summing to one). Chapter 5 (temperature, Gumbel) and chapter 6
-(sparsemax, sparsegen, entmax-1.5) explain them; the appendix "How fast is sparse attention?" times them.
+lie on the simplex (non-negative, summing to one). Chapter 5 (temperature, Gumbel), chapter 6 (sparsemax)
+and chapter 7 (sparsegen, entmax-1.5, α-entmax) explain them; the appendix "How fast is sparse attention?"
+times them.
 This package is the one to import them from: the functions, their ``nn.Module`` twins (``M(dim=...)``, as
 in the ``entmax`` package) and :func:`get_projection`; any of the three plugs into every attention module.
 

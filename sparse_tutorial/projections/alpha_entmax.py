@@ -1,6 +1,6 @@
 """α-entmax for any α ≥ 1 (Peters et al. 2019), differentiable in the scores and in α (Correia et al. 2019).
 
-Chapter 6 (sparsemax & sparsegen) explains it: α-entmax is the family that joins softmax (α = 1),
+Chapter 7 (sparsegen and entmax) explains it: α-entmax is the family that joins softmax (α = 1),
 1.5-entmax and sparsemax (α = 2); larger α gives sparser weights. Along ``dim``::
 
     p_j = [(α − 1) z_j − τ]_+^{1/(α−1)},   τ such that Σ_j p_j = 1.

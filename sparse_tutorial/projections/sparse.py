@@ -1,4 +1,4 @@
-"""The sparse projections with an exact threshold: sparsemax, sparsegen-lin and 1.5-entmax (chapter 6),
+"""The sparse projections with an exact threshold: sparsemax, sparsegen-lin and 1.5-entmax (chapters 6–7),
 each with its ``nn.Module`` twin. The thresholds are found by :mod:`~sparse_tutorial.projections.kernel_dispatch`
 (the compiled kernel on the CPU, else the eager searches of
 :mod:`~sparse_tutorial.projections.sparsemax_eager` and :mod:`~sparse_tutorial.projections.entmax_eager`)."""

@@ -114,7 +114,7 @@ def _imported_files(module: str, names: Iterable[str]) -> list[str]:
 
 def _experiment_closure(experiment: str) -> set[str]:
     """The experiments' modules that ``experiment``'s own modules import, directly or through each other
-    (read from their ``import`` statements): chapter 13's runs execute classification's training loop."""
+    (read from their ``import`` statements): chapter 14's runs execute classification's training loop."""
     folder = PACKAGE / "experiments" / experiment
     todo = [p.relative_to(PACKAGE).as_posix() for p in folder.glob("*.py")]
     seen: set[str] = set()

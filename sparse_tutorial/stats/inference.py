@@ -68,12 +68,12 @@ ALPHA = 0.05
 MIN_SEEDS = 3
 """Trained seeds an arm needs for its claims to be tested."""
 ACCURACY_MARGIN = 0.01
-"""One accuracy point: δ of every "on par", "no better" and "does not hurt" claim on accuracy (chapters 11
-and 13), fixed before their runs."""
+"""One accuracy point: δ of every "on par", "no better" and "does not hurt" claim on accuracy (chapters 12
+and 14), fixed before their runs."""
 BOOTSTRAP_SAMPLES = 20000
 """Resamples of the hierarchical bootstrap: enough that the smallest p it can give, 1/20,001, times the
 largest family of the book (59 claims) stays below α/10, so that the number of resamples does not decide a
-verdict (2,000 made chapter 11's ✓ depend on it: 59/2,001 = 0.0295)."""
+verdict (2,000 made chapter 12's ✓ depend on it: 59/2,001 = 0.0295)."""
 POWER = 0.8
 """The power at which a claim's minimum detectable effect (``mde``) is computed."""
 VERDICTS = ("✗", "?", "✓", "not tested")

@@ -21,7 +21,7 @@ class Source:
     Attributes:
         paper: the paper (or papers) whose claims the experiment tests, as the book cites them.
         chapter: the judging chapter's document, relative to ``book/`` without suffix
-            (``"part2/09_sparse_nmt"``).
+            (``"part2/10_sparse_nmt"``).
         section: the MyST label of the chapter's claims section (its HTML anchor).
     """
 
@@ -35,14 +35,14 @@ class Source:
 
 
 SOURCES: dict[str, Source] = {
-    "nmt": Source("Zhang et al. (2019)", "part2/09_sparse_nmt", "sparse-nmt-claims"),
-    "alignment": Source("Zhang et al. (2019)", "part2/09_sparse_nmt", "sparse-nmt-claims"),
-    "summarization": Source("Zhang et al. (2019)", "part2/10_summarization", "summarization-claims"),
-    "classification": Source("Sun & Lu (2020)", "part3/11_attention_text_classification", "classification-claims"),
-    "interpretability": Source("Meister et al. (2021)", "part3/12_sparse_interpretability",
+    "nmt": Source("Zhang et al. (2019)", "part2/10_sparse_nmt", "sparse-nmt-claims"),
+    "alignment": Source("Zhang et al. (2019)", "part2/10_sparse_nmt", "sparse-nmt-claims"),
+    "summarization": Source("Zhang et al. (2019)", "part2/11_summarization", "summarization-claims"),
+    "classification": Source("Sun & Lu (2020)", "part3/12_attention_text_classification", "classification-claims"),
+    "interpretability": Source("Meister et al. (2021)", "part3/13_sparse_interpretability",
                                "interpretability-claims"),
     "explanation": Source("Serrano & Smith; Jain & Wallace; Wiegreffe & Pinter (2019)",
-                          "part3/13_attention_as_explanation", "explanation-claims"),
+                          "part3/14_attention_as_explanation", "explanation-claims"),
 }
 """Each experiment with claims: its paper and the chapter section that judges them, in book order."""
 

@@ -1,4 +1,4 @@
-"""Experiment ``alignment``: Zhang et al. (2019) Table III, explained in chapter 9.
+"""Experiment ``alignment``: Zhang et al. (2019) Table III, explained in chapter 10.
 
 Attention as a word aligner. Greek→English attention models (:mod:`sparse_tutorial.models.seq2seq`, the
 NMT, +Coverage, +Entropy and +Cov+Ent systems of Table I, :mod:`~sparse_tutorial.experiments.nmt.training`)

@@ -1,4 +1,4 @@
-"""Zhang et al.'s claims on word alignment (Table III), fixed before the stored run, and how chapter 9 judges
+"""Zhang et al.'s claims on word alignment (Table III), fixed before the stored run, and how chapter 10 judges
 them (:mod:`~sparse_tutorial.stats.inference`).
 
 Table III aligns Chinese→English; the claims are judged here on Greek→English verses with manual links. AER

@@ -1,10 +1,10 @@
-"""Experiment ``classification``: Sun & Lu (2020), explained in chapter 11.
+"""Experiment ``classification``: Sun & Lu (2020), explained in chapter 12.
 
 Holds what every Part III experiment shares -- the data of
 :mod:`~sparse_tutorial.experiments.classification.data` (a :class:`Task` of padded train/dev/test tensors,
 the vocabulary and per-token label counts) and the training loop of
 :mod:`~sparse_tutorial.experiments.classification.training` (:func:`fit`, keeping the epoch that is best on
-dev, and :func:`accuracy`); their names are importable from here too -- plus the pieces of chapter 11:
+dev, and :func:`accuracy`); their names are importable from here too -- plus the pieces of chapter 12:
 
 * :func:`synthetic_task`: a corpus on which Sun & Lu's assumptions hold *exactly* (every token is
   positive, negative or neutral; the data set is balanced and symmetric under flipping the labels);
@@ -155,7 +155,7 @@ def _median(values: list[float]) -> float:
 
 
 def token_analysis(model: AttentionClassifier, task: Task) -> dict[str, Any]:
-    """Chapter 11's per-token analysis of a trained model, values rounded to 4 digits.
+    """Chapter 12's per-token analysis of a trained model, values rounded to 4 digits.
 
     Returns ``{"classes": {class: {"count", "polarity", "attention"}}}`` (:func:`score_summary`, per-token
     lists; Figs. 2-4) and, on a binary task, ``"average_weights"`` (``{class: list}`` of
@@ -267,7 +267,7 @@ def _scores_plan(profile: str, seeds: int, task: str, num_classes: int) -> Plan:
 
 
 def grid(profile: str, seeds: int) -> list[Run]:
-    """Every training of chapter 11 at ``profile``: the λ table's, then the token analysis's that the table
+    """Every training of chapter 12 at ``profile``: the λ table's, then the token analysis's that the table
     does not already train (e.g. DP and AD at scale 10 are the table's). Loads every corpus first."""
     sizes = SIZES[profile]
     tasks = {name: cached_task(name, sizes.n_train) for name in sizes.tasks}   # all before training
@@ -311,7 +311,7 @@ def _per_model(plan: Plan, done: dict[Run, dict[str, Any]], key: str) -> dict[Mo
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Chapter 11's results from the runs of :func:`grid`, task by task.
+    """Chapter 12's results from the runs of :func:`grid`, task by task.
 
     Returns:
         ``{"profile_note", "corpus": {task: provenance}, "seeds_per_task": {task: seeds}, "lambda_table":
@@ -344,5 +344,5 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 11: the λ table, the token analysis and the verdicts (:func:`assemble`'s results), serially."""
+    """Chapter 12: the λ table, the token analysis and the verdicts (:func:`assemble`'s results), serially."""
     return sweep_experiment("classification", profile, seeds)

@@ -1,4 +1,4 @@
-"""Sun & Lu's (2020) claims (Table 2, Figs. 2-5, §5), fixed before the stored run, and how chapter 11 judges
+"""Sun & Lu's (2020) claims (Table 2, Figs. 2-5, §5), fixed before the stored run, and how chapter 12 judges
 them on the runs of experiment ``classification`` (:mod:`~sparse_tutorial.stats.inference`).
 
 **Accuracy** (Table 2, the VᵀW penalty) is the share of correct test documents. Seeds are the unit: seed

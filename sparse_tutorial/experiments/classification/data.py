@@ -1,4 +1,4 @@
-"""The data of the Part III experiments (chapters 11-13): a classification corpus as a :class:`Task` of
+"""The data of the Part III experiments (chapters 12-14): a classification corpus as a :class:`Task` of
 padded train/dev/test tensors with its vocabulary and per-token label counts (:func:`load_task`), the
 synthetic corpus on which Sun & Lu's assumptions hold exactly (:func:`synthetic_task`), shuffled mini-batches
 (:func:`batches`), the corpora the experiments use (:data:`TASKS`, :func:`cached_task`), and the

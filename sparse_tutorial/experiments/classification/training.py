@@ -2,7 +2,7 @@
 :class:`~sparse_tutorial.experiments.classification.data.Task` with :func:`training_loss` (the classification
 loss, plus Sun & Lu's ``VᵀW`` regularizer or any extra term) and keeps the epoch that is best on dev;
 :func:`accuracy` and :func:`correct_predictions` evaluate it, optionally with fixed attention weights such as
-:func:`uniform_attention`. Chapters 11-13 import these names from
+:func:`uniform_attention`. Chapters 12-14 import these names from
 :mod:`~sparse_tutorial.experiments.classification`.
 """
 from __future__ import annotations
@@ -95,13 +95,13 @@ def fit(config: ClassifierConfig, task: Task, epochs: int = 5, lr: float = 0.05,
     ``device`` is where training runs: the CPU by default (the quick and medium profiles; these small models
     train in minutes there), ``"cuda"`` or :func:`~sparse_tutorial.profiles.default_device` for the full
     profile. The returned model is on the CPU, where a chapter's own cells use it; the experiments of
-    chapters 12-13 move it back to ``device`` for their analyses.
+    chapters 13-14 move it back to ``device`` for their analyses.
 
     ``optimizer`` is "adagrad" (Sun & Lu) or "adam" (Meister et al.); ``weight_decay`` is the L2
     regularisation Sun & Lu use for DP-L, DP-A and AD; ``vtw_weight`` adds ``vtw_weight · (VᵀW)²`` to the
     loss (Sun & Lu §5's regularizer). ``attention_source(token_ids, mask)`` supplies fixed attention weights
-    instead of the learned ones (the uniform and frozen baselines of chapter 13) and ``extra_loss(model,
-    token_ids, mask, output)`` adds a term to the loss (the trained adversary of chapter 13).
+    instead of the learned ones (the uniform and frozen baselines of chapter 14) and ``extra_loss(model,
+    token_ids, mask, output)`` adds a term to the loss (the trained adversary of chapter 14).
     """
     seed_everything(seed)
     model = AttentionClassifier(config)

@@ -1,4 +1,4 @@
-"""Experiment ``explanation``: is attention an explanation? (chapter 13).
+"""Experiment ``explanation``: is attention an explanation? (chapter 14).
 
 The tests of Jain & Wallace (2019) and Wiegreffe & Pinter (2019), on a trained attention classifier:
 
@@ -406,6 +406,6 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 13's tests for a BiLSTM with additive softmax attention, once per seed, in this process (see
+    """Chapter 14's tests for a BiLSTM with additive softmax attention, once per seed, in this process (see
     :func:`grid`); the dict of :func:`assemble`."""
     return sweep_experiment("explanation", profile, seeds)

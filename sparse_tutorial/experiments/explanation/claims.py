@@ -1,4 +1,4 @@
-"""The claims of chapter 13 (Serrano & Smith, Wiegreffe & Pinter, 2019), fixed before the stored run, and
+"""The claims of chapter 14 (Serrano & Smith, Wiegreffe & Pinter, 2019), fixed before the stored run, and
 how they are judged on the runs of experiment ``explanation`` (:mod:`~sparse_tutorial.stats.inference`).
 
 Every measure is a share over test sentences of a per-sentence 0/1 outcome (a correct decision, or a

@@ -1,4 +1,4 @@
-"""Experiment ``interpretability``: Meister et al. (2021), explained in chapter 12.
+"""Experiment ``interpretability``: Meister et al. (2021), explained in chapter 13.
 
 For BiLSTM and Transformer classifiers with softmax, sparsemax and sparsegen-lin attention it measures, on
 test sentences:
@@ -52,7 +52,7 @@ def projection_grid(sparsegen_lambdas: tuple[float, ...]) -> list[tuple[str, flo
 
 def on_device_of(model: torch.nn.Module, split: Split) -> Split:
     """``split`` with its tensors on ``model``'s device (the same tensors when that is the CPU): the analyses
-    of chapters 12 and 13 run where the model is, on the GPU after a full-profile training there."""
+    of chapters 13 and 14 run where the model is, on the GPU after a full-profile training there."""
     device = next(model.parameters()).device
     return Split(*(tensor.to(device) for tensor in split))
 
@@ -294,7 +294,7 @@ def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Chapter 12's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
+    """Chapter 13's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
     set: provenance}, "evaluation_subsets": {data set: its test items' record}, "rows": [train_and_measure's
     row, without its per-item values], "checks": :func:`checks`}`` (a NaN is ``None``; the per-item values
     stay in the run records).
@@ -318,6 +318,6 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:
-    """Chapter 12: every data set × encoder × projection × seed, and the verdicts (:func:`assemble`'s
+    """Chapter 13: every data set × encoder × projection × seed, and the verdicts (:func:`assemble`'s
     results), serially."""
     return sweep_experiment("interpretability", profile, seeds)

@@ -1,4 +1,4 @@
-"""Meister et al.'s claims (2021: Table 1, Table 2, Fig. 3), fixed before the stored run, and how chapter 12
+"""Meister et al.'s claims (2021: Table 1, Table 2, Fig. 3), fixed before the stored run, and how chapter 13
 judges them on the runs of experiment ``interpretability`` (:mod:`~sparse_tutorial.stats.inference`),
 per data set and encoder.
 

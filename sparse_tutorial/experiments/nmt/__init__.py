@@ -1,4 +1,4 @@
-"""Experiment ``nmt``: Zhang et al. (2019) §VI-A / §VII-A, Tables I-IV and Fig. 5, explained in chapters 8-9.
+"""Experiment ``nmt``: Zhang et al. (2019) §VI-A / §VII-A, Tables I-IV and Fig. 5, explained in chapters 9-10.
 
 Bible German→English translation (:mod:`~sparse_tutorial.experiments.nmt.data`: both German versions as
 training sources, joint BPE pieces, three English references) with the attentional LSTM encoder-decoder of

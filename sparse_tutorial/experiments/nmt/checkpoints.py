@@ -1,9 +1,9 @@
-"""The quick systems of chapters 8 and 9, trained once per machine and cached.
+"""The quick systems of chapters 9 and 10, trained once per machine and cached.
 
-Chapter 8 trains the baseline and chapter 9 the other quick systems of Table I, each from scratch with the
+Chapter 9 trains the baseline and chapter 10 the other quick systems of Table I, each from scratch with the
 stored run's protocol (:func:`~sparse_tutorial.experiments.nmt.training.train_system`). Each trained
-system is stored under ``<data cache>/checkpoints`` (:func:`checkpoint_path`), so chapter 9 reuses chapter
-8's baseline and a chapter run twice loads its systems instead of training them again.
+system is stored under ``<data cache>/checkpoints`` (:func:`checkpoint_path`), so chapter 10 reuses chapter
+9's baseline and a chapter run twice loads its systems instead of training them again.
 
 No run of the stored grid calls this module (it is left out of the ``nmt`` runs' code fingerprint,
 :mod:`~sparse_tutorial.runs.records`).
@@ -40,7 +40,7 @@ def checkpoint_path(name: str, profile: str, seed: int, data: TranslationData, s
     """Where system ``name`` of :data:`~sparse_tutorial.experiments.nmt.training.SYSTEMS` trained with
     ``seed`` at ``profile`` is cached: the file name hashes the system, the sizes, the parameter shapes, the
     data, the seed and the CPU back end (the kernels, an imitated CPU, the threads: a system trained under
-    another back end is another model, and chapter 9 must not show it beside chapter 8's)."""
+    another back end is another model, and chapter 10 must not show it beside chapter 9's)."""
     sizes = sizes or SIZES[profile]
     system = SYSTEMS[name]
     shapes = {k: list(v.shape) for k, v in

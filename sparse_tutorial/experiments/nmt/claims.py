@@ -1,5 +1,5 @@
 """Zhang et al.'s claims on translation (§VII-A, Tables I, II and IV), fixed before the stored run, and how
-chapter 9 judges them (:mod:`~sparse_tutorial.stats.inference`). The alignment claims of Table III
+chapter 10 judges them (:mod:`~sparse_tutorial.stats.inference`). The alignment claims of Table III
 are :mod:`~sparse_tutorial.experiments.alignment.claims`.
 
 The paper's German→English results are its Table II, whose numbers did not survive the text extraction;
@@ -114,7 +114,7 @@ def mechanism_table(evidence: dict[tuple[str, str, str], Evidence]) -> dict[str,
 
 def judge(evidence: dict[tuple[str, str, str], Evidence], mechanisms: dict[str, dict[str, Any]]
           ) -> dict[str, dict[str, Any]]:
-    """Chapter 9's family of translation claims, Holm-corrected together.
+    """Chapter 10's family of translation claims, Holm-corrected together.
 
     Args:
         evidence: ``{(arm, other, measure): Evidence}`` for every comparison that the runs allow.

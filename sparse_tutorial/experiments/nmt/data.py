@@ -1,4 +1,4 @@
-"""The corpus of experiment ``nmt`` (chapters 8-9): Bible German→English in BPE pieces.
+"""The corpus of experiment ``nmt`` (chapters 9-10): Bible German→English in BPE pieces.
 
 Translation: the training split holds every verse twice, once from each German version (Elberfelder 1932
 and Schlachter 1951, :mod:`sparse_tutorial.data.bible`) with the World English Bible as target, which

@@ -1,4 +1,4 @@
-"""The confirmatory design of chapter 9's translation claims, fixed before its fresh seeds were trained.
+"""The confirmatory design of chapter 10's translation claims, fixed before its fresh seeds were trained.
 
 The stored 3-seed grid of the ``medium`` profile is the **pilot**: it decided nothing (17 of 17 claims "?";
 at 3 seeds under Holm over 17 claims a paired t needs |t| ≥ 18.4) but it measured what a design needs. This

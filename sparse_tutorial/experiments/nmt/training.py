@@ -4,7 +4,7 @@
 data and budget (:func:`train_system`: ``epochs`` epochs, the best dev-BLEU epoch kept; the dev BLEU and the
 dev attention's entropy and sink share recorded after every epoch), and :func:`test_system` scores it on the
 test set: BLEU and chrF of beam search, the attention measures corpus-wide and per verse (so intervals can
-resample verses), repetition, and for the baseline the greedy and source-shuffle controls. Chapters 8 and 9
+resample verses), repetition, and for the baseline the greedy and source-shuffle controls. Chapters 9 and 10
 train their quick systems the same way.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Experiment ``summarization``: Zhang et al. (2019) §VI-B / §VII-B, Table V, explained in chapter 10.
+"""Experiment ``summarization``: Zhang et al. (2019) §VI-B / §VII-B, Table V, explained in chapter 11.
 
 Abstractive summarization of Debian package descriptions: the long description (a paragraph) is the
 document, the one-line synopsis is the reference summary. The systems are those of Table V, all built from

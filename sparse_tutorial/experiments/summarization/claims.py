@@ -1,4 +1,4 @@
-"""Zhang et al.'s summarization claims (§VII-B, Table V), fixed before the stored run, and how chapter 10
+"""Zhang et al.'s summarization claims (§VII-B, Table V), fixed before the stored run, and how chapter 11
 judges them on the runs of experiment ``summarization`` (:mod:`~sparse_tutorial.stats.inference`).
 
 Every measure is a ratio of per-document sums over the test documents: ROUGE-L (``rougeLsum`` F1 × 100) as
@@ -146,5 +146,5 @@ def judge(runs: Runs, lead: dict[str, list[float]]) -> dict[str, dict[str, Any]]
 
 
 def checks(runs: Runs, lead: dict[str, list[float]], n_test: int, seeds: Sequence[int]) -> dict[str, Any]:
-    """``{"seeds", "n_test", "mechanism", "claims"}`` of chapter 10 (``seeds``: each system's seed count)."""
+    """``{"seeds", "n_test", "mechanism", "claims"}`` of chapter 11 (``seeds``: each system's seed count)."""
     return {"seeds": min(seeds), "n_test": n_test, "mechanism": mechanism_table(runs), "claims": judge(runs, lead)}

@@ -1,4 +1,4 @@
-"""The data of experiment ``summarization`` (chapter 10): Debian package descriptions as document–synopsis
+"""The data of experiment ``summarization`` (chapter 11): Debian package descriptions as document–synopsis
 pairs, tokenized and truncated to a profile's lengths, a vocabulary built on the training split, and padded
 batches in the pointer-generator's extended vocabulary (each document's own out-of-vocabulary words numbered
 after the fixed vocabulary, so that the pointer can copy them).
