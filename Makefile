@@ -1,6 +1,6 @@
 # The two commands of README.md:
 #   make book   -- execute every chapter (quick profile, CPU) and build the HTML book into _build/html
-#   make test   -- unit tests + strict nbval on every chapter (and on Parts II-III under an imitated other CPU,
+#   make test   -- unit tests + strict nbval on every chapter (and on Parts I-III under an imitated other CPU,
 #                  tests/test_portability.py) + the built book checked in headless Chromium
 # Both create .venv on first use and install what they need. Other targets:
 #   make html   -- build the book from the outputs stored in the notebooks (no execution, about a minute)

@@ -43,15 +43,17 @@ RECORD_FORMAT = "sparse_tutorial run record v2"
 PACKAGE = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("nmt", "alignment", "summarization", "classification", "interpretability", "explanation")
 """The experiments whose packages (``experiments/NAME/``) are told apart by :func:`code_fingerprint`."""
-NOT_RUN_PACKAGES = ("runs", "stats")
+NOT_RUN_PACKAGES = ("runs", "stats", "pretrained")
 """Library packages that never change what a run of a grid computes: :mod:`sparse_tutorial.runs` trains,
-stores and reuses runs, :mod:`sparse_tutorial.stats` judges their results."""
+stores and reuses runs, :mod:`sparse_tutorial.stats` judges their results, :mod:`sparse_tutorial.pretrained`
+loads models that runs' configurations trained."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/nmt/checkpoints.py",
-                "experiments/nmt/design.py", "plotting.py", "interactive.py", "hardware.py", "lookup.py")
+                "experiments/nmt/design.py", "plotting.py", "interactive.py", "hardware.py", "lookup.py",
+                "which_method.py")
 """Other library files that never change what a run computes: the experiments' command and index, a design
 (which claims, seeds and tests: ``nmt/design.py``), code no run calls (``nmt/checkpoints.py``: the chapters'
-quick systems; ``lookup.py``: Part I's running example), and what only shows results (as do the
-experiments' ``results.py`` and ``claims.py``)."""
+quick systems; ``lookup.py`` and ``which_method.py``: Part I's running example and its closing table), and
+what only shows results (as do the experiments' ``results.py`` and ``claims.py``)."""
 EQUIVALENCE_FILE = "code_equivalence.json"
 EQUIVALENCE_FORMAT = "sparse_tutorial code equivalence v1"
 """The file in a results folder that lists the pairs of code shown to compute the same results
