@@ -47,7 +47,8 @@ NOT_RUN_PACKAGES = ("runs", "stats")
 """Library packages that never change what a run of a grid computes: :mod:`sparse_tutorial.runs` trains,
 stores and reuses runs, :mod:`sparse_tutorial.stats` judges their results."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/nmt/checkpoints.py",
-                *(f"experiments/{name}/design.py" for name in ("nmt", "summarization", "classification", "interpretability")),
+                *(f"experiments/{name}/design.py" for name in ("nmt", "summarization", "classification",
+                                                               "interpretability", "explanation")),
                 "plotting.py", "interactive.py", "hardware.py", "lookup.py")
 """Other library files that never change what a run computes: the experiments' command and index, their
 confirmatory designs (which claims, seeds and tests: ``NAME/design.py``), code no run calls

@@ -210,5 +210,5 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m sparse_tutorial.stats.confirmatory NAME (an experiment with a design: nmt, "
-                 "summarization, classification, interpretability)")
+                 "summarization, classification, interpretability, explanation)")
     print(importlib.import_module(f"sparse_tutorial.experiments.{sys.argv[1]}.design").describe())
