@@ -48,12 +48,14 @@ NOT_RUN_PACKAGES = ("runs", "stats", "pretrained")
 stores and reuses runs, :mod:`sparse_tutorial.stats` judges their results, :mod:`sparse_tutorial.pretrained`
 loads models that runs' configurations trained."""
 NOT_RUN_CODE = ("experiments/__init__.py", "experiments/__main__.py", "experiments/nmt/checkpoints.py",
-                "experiments/nmt/design.py", "plotting.py", "interactive.py", "hardware.py", "lookup.py",
-                "which_method.py")
-"""Other library files that never change what a run computes: the experiments' command and index, a design
-(which claims, seeds and tests: ``nmt/design.py``), code no run calls (``nmt/checkpoints.py``: the chapters'
-quick systems; ``lookup.py`` and ``which_method.py``: Part I's running example and its closing table), and
-what only shows results (as do the experiments' ``results.py`` and ``claims.py``)."""
+                *(f"experiments/{name}/design.py" for name in ("nmt", "summarization", "classification",
+                                                               "interpretability", "explanation")),
+                "plotting.py", "interactive.py", "hardware.py", "lookup.py", "which_method.py")
+"""Other library files that never change what a run computes: the experiments' command and index, their
+confirmatory designs (which claims, seeds and tests: ``NAME/design.py``), code no run calls
+(``nmt/checkpoints.py``: the chapters' quick systems; ``lookup.py`` and ``which_method.py``: Part I's running
+example and its closing table), and what only shows results (as do the experiments' ``results.py`` and
+``claims.py``)."""
 EQUIVALENCE_FILE = "code_equivalence.json"
 EQUIVALENCE_FORMAT = "sparse_tutorial code equivalence v1"
 """The file in a results folder that lists the pairs of code shown to compute the same results

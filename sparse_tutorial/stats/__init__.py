@@ -5,6 +5,8 @@
   the smallest detectable effect);
 * :mod:`~sparse_tutorial.stats.confirmatory`: the tests of a confirmatory design (exact Wilcoxon signed-rank,
   Hodges–Lehmann intervals, Bonferroni, Clopper–Pearson, simulated power);
+* :mod:`~sparse_tutorial.stats.design`: a confirmatory design as data (its claims and families, each claim's
+  power and minimum detectable effect, the fresh runs it trains and their cost, judging a family);
 * :mod:`~sparse_tutorial.stats.verdicts`: how a chapter shows the verdicts (tables, sentences);
 * :mod:`~sparse_tutorial.stats.scorecard`: every claim of every results file in one table, with its paper
   and the chapter section that judges it;

@@ -2,7 +2,8 @@
 is powered for and the seeds from a power calculation, fixed in code before the first fresh seed trains.
 
 A 3-seed grid (the **pilot**) chooses; a design, committed before its runs, decides. This module holds the
-machinery every design uses; each experiment's design is its own module (``experiments/nmt/design.py``).
+tests every design uses; :mod:`~sparse_tutorial.stats.design` holds a design as data (its families, power
+table and plan), and each experiment's design is its own module (``experiments/NAME/design.py``).
 
 **The test.** A claim on arm A against arm B is judged on the per-seed paired differences
 ``d_s = A_s − B_s`` of its fresh seeds only, by the exact **Wilcoxon signed-rank test**
@@ -208,5 +209,6 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m sparse_tutorial.stats.confirmatory NAME (an experiment with a design: nmt)")
+        sys.exit("usage: python -m sparse_tutorial.stats.confirmatory NAME (an experiment with a design: nmt, "
+                 "summarization, classification, interpretability, explanation)")
     print(importlib.import_module(f"sparse_tutorial.experiments.{sys.argv[1]}.design").describe())

@@ -32,14 +32,11 @@ detectable effect of every claim at the design's seeds: :func:`describe`).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from scipy import stats
-
-from sparse_tutorial.stats.confirmatory import (
-    POWER_TARGET, Judged, clopper_pearson, judge, minimum_detectable_effect, power)
+from sparse_tutorial.stats.confirmatory import POWER_TARGET, Judged, clopper_pearson
+from sparse_tutorial.stats.design import FAMILIES  # noqa: F401 (part of this module's API: results.py)
+from sparse_tutorial.stats.design import Design, DesignedClaim, sd_upper_bound
 from sparse_tutorial.experiments.nmt.claims import BLEU_MARGIN
 
 PROFILE = "medium"
@@ -50,7 +47,7 @@ FRESH_SEEDS = tuple(range(3, 13))
 PILOT_SD = 1.268
 """Pooled sd of the pilot's paired BLEU differences against NMT, 7 arms without an entropy penalty, 14 df."""
 PILOT_DF = 14
-SD_FOR_POWER = round(PILOT_SD * math.sqrt(PILOT_DF / stats.chi2.ppf(0.2, PILOT_DF)), 3)
+SD_FOR_POWER = round(sd_upper_bound(PILOT_SD, PILOT_DF), 3)
 """The upper 80 % confidence bound of :data:`PILOT_SD`: the sd every power below is computed with."""
 COLLAPSE_ENTROPY = 1.0
 """Nats per target token of the test attention below which a run with an entropy penalty has collapsed."""
@@ -58,41 +55,32 @@ PENALISED = ("+Entropy", "+Cov+Ent", "+Entropy from epoch 3")
 """The arms of the design with an entropy penalty (the λ sweep's arms are in the pilot only)."""
 
 
-@dataclass(frozen=True)
-class DesignedClaim:
-    """One claim of the design: arm ``a`` against arm ``b`` in BLEU, its kind and margin (as in
-    :mod:`~sparse_tutorial.experiments.nmt.claims`), the pilot's paired differences (seeds 0–2), the effect
-    it is powered for, and its family: ``"primary"``, ``"secondary"`` or ``"estimation"``."""
-
-    a: str
-    b: str
-    kind: str
-    family: str
-    pilot_differences: tuple[float, ...]
-    powered_for: float
-    margin: float | None = None
+def _bleu(a: str, b: str, kind: str, family: str, pilot_differences: tuple[float, ...], powered_for: float,
+          margin: float | None = None) -> DesignedClaim:
+    """Arm ``a`` against arm ``b`` in BLEU, powered with the pooled :data:`SD_FOR_POWER`."""
+    return DesignedClaim(a, b, kind, family, pilot_differences, powered_for, "BLEU", SD_FOR_POWER, (a, b), margin)
 
 
 DESIGN: dict[str, DesignedClaim] = {
     # primary: every claim powered at >= 80 % under Bonferroni over the three
-    "+Gumbel no better than NMT (Table I)": DesignedClaim(
+    "+Gumbel no better than NMT (Table I)": _bleu(
         "+Gumbel", "NMT", "not_greater", "primary", (-4.44, -6.06, -5.12), -5.21, BLEU_MARGIN),
-    "+Temp 0.2 hurts BLEU (Table I)": DesignedClaim(
+    "+Temp 0.2 hurts BLEU (Table I)": _bleu(
         "+Temp 0.2", "NMT", "less", "primary", (1.04, 3.21, 3.24), 2.50),
-    "+Entropy beats NMT (Table I)": DesignedClaim(
+    "+Entropy beats NMT (Table I)": _bleu(
         "+Entropy", "NMT", "greater", "primary", (-1.68, -21.13, -3.34), -2.51),
     # secondary: their own Bonferroni family, trained after the primary arms; +Temp 0.1 missed 80 % in the
     # primary family (0.74 as a fourth claim), the others are powered below it
-    "+Temp 0.1 hurts BLEU (Table I)": DesignedClaim(
+    "+Temp 0.1 hurts BLEU (Table I)": _bleu(
         "+Temp 0.1", "NMT", "less", "secondary", (0.77, 2.23, 3.04), 2.01),
-    "+Coverage beats NMT (Table I)": DesignedClaim(
+    "+Coverage beats NMT (Table I)": _bleu(
         "+Coverage", "NMT", "greater", "secondary", (-0.73, 2.28, 3.22), 1.59),
-    "+Cov+Ent beats +Coverage: complementary (Tables I-II)": DesignedClaim(
+    "+Cov+Ent beats +Coverage: complementary (Tables I-II)": _bleu(
         "+Cov+Ent", "+Coverage", "greater", "secondary", (-0.70, -5.89, -1.44), -2.68),
     # estimation only: effect and interval over every seed the arms have, no verdict
-    "+Entropy from epoch 3 against NMT (ours)": DesignedClaim(
+    "+Entropy from epoch 3 against NMT (ours)": _bleu(
         "+Entropy from epoch 3", "NMT", "greater", "estimation", (0.58, -0.12, 0.83), 0.43),
-    "+Sparsemax gains a little over NMT (Table I)": DesignedClaim(
+    "+Sparsemax gains a little over NMT (Table I)": _bleu(
         "+Sparsemax", "NMT", "greater", "estimation", (-0.70, -0.57, 2.19), 0.28),
 }
 """The design: ``{claim: DesignedClaim}``. ``powered_for`` is the pilot's mean difference, but for +Entropy
@@ -103,40 +91,13 @@ FRESH_ESTIMATION_ARMS = ("+Entropy from epoch 3",)
 """Estimation-only arms trained at the fresh seeds too (last): the delayed penalty is the book's remedy for
 the collapse, and its collapse rate and BLEU estimate are worth 13 seeds; +Sparsemax keeps its pilot's 3."""
 
-FAMILIES = ("primary", "secondary")
-
-
-def family(name: str) -> list[str]:
-    """The claims of family ``name`` (``"primary"``, ``"secondary"`` or ``"estimation"``), in design order."""
-    return [claim for claim, designed in DESIGN.items() if designed.family == name]
-
-
-def arms(name: str) -> list[str]:
-    """The arms family ``name`` needs, in the order their claims name them."""
-    return list(dict.fromkeys(arm for claim in family(name) for arm in (DESIGN[claim].a, DESIGN[claim].b)))
-
-
-def training_groups() -> list[list[str]]:
-    """The arms trained at the fresh seeds, in groups trained one after the other (every fresh seed of a
-    group before the next): the primary family's arms, those only the secondary family needs, then
-    :data:`FRESH_ESTIMATION_ARMS`."""
-    primary = arms("primary")
-    secondary = [arm for arm in arms("secondary") if arm not in primary]
-    return [primary, secondary, [arm for arm in FRESH_ESTIMATION_ARMS if arm not in primary + secondary]]
-
-
-def design_table(seeds: int = len(FRESH_SEEDS), sd: float = SD_FOR_POWER) -> dict[str, dict[str, Any]]:
-    """Per claim: family, kind, margin, the effect it is powered for, and at ``seeds`` fresh seeds its power
-    and minimum detectable effect (estimation-only claims: as if judged alone at α)."""
-    table = {}
-    for name, designed in DESIGN.items():
-        size = len(family(designed.family)) if designed.family in FAMILIES else 1
-        table[name] = {"family": designed.family, "a": designed.a, "b": designed.b, "kind": designed.kind,
-                       "margin": designed.margin, "pilot_differences": list(designed.pilot_differences),
-                       "powered_for": designed.powered_for, "family_size": size,
-                       "power": power(designed.kind, designed.powered_for, sd, seeds, size, designed.margin),
-                       "mde": minimum_detectable_effect(designed.kind, sd, seeds, size, designed.margin)}
-    return table
+CONFIRMATORY = Design(DESIGN, PROFILE, PILOT_SEEDS, FRESH_SEEDS, FRESH_ESTIMATION_ARMS)
+"""The design as one :class:`~sparse_tutorial.stats.design.Design` (its arms are names of
+:data:`~sparse_tutorial.experiments.nmt.training.SYSTEMS`, which ``system_run`` trains)."""
+family = CONFIRMATORY.family
+arms = CONFIRMATORY.family_arms
+training_groups = CONFIRMATORY.training_groups
+design_table = CONFIRMATORY.table
 
 
 def collapsed(entropy_per_token: float) -> bool:
@@ -160,20 +121,14 @@ def judge_family(name: str, bleu: Mapping[str, Mapping[int, float]]) -> dict[str
     """Judge family ``name`` on the fresh seeds: ``bleu[arm][seed]`` is a run's test BLEU. A claim is judged on
     the fresh seeds both its arms have (``None`` until every one of :data:`FRESH_SEEDS` is stored: the design
     fixed 10, and a claim is not judged on fewer)."""
-    claims = family(name)
-    judged: dict[str, Judged | None] = {}
-    for claim in claims:
-        designed = DESIGN[claim]
-        seeds = [s for s in FRESH_SEEDS if s in bleu.get(designed.a, {}) and s in bleu.get(designed.b, {})]
-        judged[claim] = (judge(designed.kind, [bleu[designed.a][s] - bleu[designed.b][s] for s in seeds],
-                               len(claims), designed.margin) if len(seeds) == len(FRESH_SEEDS) else None)
-    return judged
+    differences = {claim: {seed: bleu[designed.a][seed] - bleu[designed.b][seed] for seed in FRESH_SEEDS
+                           if seed in bleu.get(designed.a, {}) and seed in bleu.get(designed.b, {})}
+                   for claim, designed in DESIGN.items()}
+    return CONFIRMATORY.judge_family(name, differences)
 
 
 def describe() -> str:
     """The design table as text (``python -m sparse_tutorial.stats.confirmatory nmt`` prints it)."""
-    lines = [f"pilot sd {PILOT_SD} BLEU ({PILOT_DF} df), powered with its upper 80 % bound {SD_FOR_POWER}; "
-             f"{len(FRESH_SEEDS)} fresh seeds per arm, power target {POWER_TARGET:.0%}"]
-    lines += [f"{row['family']:10s} {claim:55s} {row['kind']:12s} powered for {row['powered_for']:+6.2f} "
-              f"power {row['power']:.2f}  MDE {row['mde']:.2f} BLEU" for claim, row in design_table().items()]
-    return "\n".join(lines)
+    return CONFIRMATORY.describe(
+        f"pilot sd {PILOT_SD} BLEU ({PILOT_DF} df), powered with its upper 80 % bound {SD_FOR_POWER}; "
+        f"{len(FRESH_SEEDS)} fresh seeds per arm, power target {POWER_TARGET:.0%}")

@@ -1,0 +1,252 @@
+"""A confirmatory design as data: the claims its fresh seeds will decide, in which family, powered for what
+effect with what standard deviation; the arms those seeds train, in what order and at what cost; the table
+of power and minimum detectable effect it prints; and judging a family once its fresh seeds are stored.
+
+Every experiment's design is a module of its own (``experiments/NAME/design.py``: chapter 10's translation,
+chapters 11–14's summarization, classification, interpretability and explanation) holding one
+:class:`Design`; the tests it uses are :mod:`~sparse_tutorial.stats.confirmatory`.
+
+**Families.** A **primary** family (Bonferroni over its claims, each claim powered at
+:data:`~sparse_tutorial.stats.confirmatory.POWER_TARGET` or more), a **secondary** family (its own
+Bonferroni, its arms trained after the primary ones, powered or not), and **estimation-only** claims:
+effect and interval, no verdict, where judged alone at α even :data:`AFFORDABLE_SEEDS` fresh seeds would not
+reach the target power (:func:`seeds_needed`).
+
+**Standard deviation.** Each claim's power is computed with an upper confidence bound of the pilot's
+standard deviation of its per-seed paired differences (:func:`sd_upper_bound`, at :data:`SD_CONFIDENCE`),
+so that a pilot that happened to be calm does not inflate it: chapter 10 pools one sd over seven arms in
+BLEU, chapters 11–14 take each claim's own from its five pilot differences (4 degrees of freedom), as their
+claims come in different units.
+
+**Fresh runs.** A design names the runs its fresh seeds train, every seed of the primary family's arms first
+(:meth:`Design.fresh_runs`), and about what they cost (:meth:`Design.cpu_hours`). Chapter 10's grid trains
+them; chapters 11–14's designs were committed before their fresh runs entered their grids: a grid is run
+code, and changing it changes the code fingerprint of every stored run (:mod:`~sparse_tutorial.runs.records`),
+so the session that trains them adds ``CONFIRMATORY.fresh_runs()`` to the grid where it extends the pilot
+(as chapter 10's ``runs_of`` adds its design's) and records that the old and new code compute the same
+(:mod:`~sparse_tutorial.runs.equivalence`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+from scipy import stats
+
+from sparse_tutorial.runs.sweep import Run
+from sparse_tutorial.stats.confirmatory import (
+    POWER_TARGET, Judged, judge, minimum_detectable_effect, power)
+from sparse_tutorial.stats.inference import ALPHA
+from sparse_tutorial.stats.inference import minimum_detectable_effect as t_minimum_detectable_effect
+
+FAMILIES = ("primary", "secondary")
+"""The families a design judges (its third group, ``"estimation"``, is never judged)."""
+SD_CONFIDENCE = 0.8
+"""The one-sided confidence of the upper bound of the pilot's sd that every power is computed with."""
+AFFORDABLE_SEEDS = 30
+"""The most fresh seeds per arm a design could ask for (three times its 10; on the 2-core CPU of the stored
+runs, days of training): a claim that would need more, judged alone at α, is estimation only."""
+WILCOXON_EFFICIENCY = 3 / math.pi
+"""The signed-rank test's asymptotic efficiency relative to the paired t when the differences are normal:
+it needs about ``1 / 0.955`` times the t's seeds (:func:`seeds_needed`)."""
+CLAIM_COLUMN = 55
+"""The least width of the claim column of :meth:`Design.describe`."""
+
+
+def sd_upper_bound(sd: float, df: int, confidence: float = SD_CONFIDENCE) -> float:
+    """The one-sided upper ``confidence`` bound of a normal standard deviation estimated as ``sd`` with
+    ``df`` degrees of freedom: ``sd · √(df / χ²_{1 − confidence}(df))`` (in ``sd``'s unit)."""
+    return sd * math.sqrt(df / stats.chi2.ppf(1 - confidence, df))
+
+
+def seeds_needed(kind: str, effect: float, sd: float, margin: float | None = None, most: int = 1000,
+                 alpha: float = ALPHA) -> int | None:
+    """About how many fresh seeds a claim of ``kind`` judged alone at ``alpha`` needs to decide it (✓ or ✗,
+    whichever ``effect`` implies) with :data:`~sparse_tutorial.stats.confirmatory.POWER_TARGET` power,
+    when its per-seed differences have mean ``effect`` and standard deviation ``sd`` (the claim's unit).
+
+    The paired t's number (noncentral t: :func:`~sparse_tutorial.stats.inference.minimum_detectable_effect`,
+    two-sided against 0 for ``greater``/``less``, one-sided against the nearest margin for the margin kinds)
+    divided by :data:`WILCOXON_EFFICIENCY`: simulating the exact test (:func:`power`) at hundreds of seeds
+    would take minutes. ``None`` when ``effect`` sits on its null or more than ``most`` seeds are needed."""
+    delta = margin or 0.0
+    bound = {"greater": 0.0, "less": 0.0, "not_greater": delta, "not_less": -delta,
+             "equivalent": math.copysign(delta, effect)}[kind]
+    distance = abs(effect - bound)
+    if distance == 0 or sd <= 0:
+        return None
+
+    def detects(n: int) -> bool:
+        mde = t_minimum_detectable_effect({"se": sd / math.sqrt(n), "df": n - 1}, alpha,
+                                          two_sided=kind in ("greater", "less"), power=POWER_TARGET)
+        return mde is not None and mde <= distance
+
+    t_seeds = int(most * WILCOXON_EFFICIENCY)
+    if not detects(t_seeds):
+        return None
+    low, high = 1, t_seeds   # detects(high) holds; detects(low) cannot (one seed has no spread)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if detects(middle) else (middle, high)
+    return math.ceil(high / WILCOXON_EFFICIENCY)
+
+
+@dataclass(frozen=True)
+class DesignedClaim:
+    """One claim of a design: it compares ``a`` with ``b`` (two arms, two token classes of one arm, a trend
+    against 0: the per-seed paired difference is ``a − b``, in ``unit``), with the ``kind`` and ``margin`` of
+    the chapter's claims module; the pilot's paired differences (one per pilot seed); the effect it is
+    powered for and the sd its power is computed with; its family (``"primary"``, ``"secondary"`` or
+    ``"estimation"``); and the arms whose runs it is computed from (keys of :attr:`Design.arms`, or in
+    chapter 10 its systems)."""
+
+    a: str
+    b: str
+    kind: str
+    family: str
+    pilot_differences: tuple[float, ...]
+    powered_for: float
+    unit: str
+    sd: float
+    arms: tuple[str, ...]
+    margin: float | None = None
+
+    @classmethod
+    def from_pilot(cls, a: str, b: str, kind: str, family: str, unit: str, arms: tuple[str, ...],
+                   pilot_differences: tuple[float, ...], margin: float | None = None) -> "DesignedClaim":
+        """The claim powered for its pilot's mean difference, with the upper bound of its pilot's own sd
+        (:func:`sd_upper_bound`, ``n − 1`` degrees of freedom)."""
+        d = np.asarray(pilot_differences, dtype=float)
+        return cls(a, b, kind, family, tuple(pilot_differences), float(d.mean()), unit,
+                   sd_upper_bound(float(d.std(ddof=1)), len(d) - 1), arms, margin)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What one arm trains at each seed: the run's ``kind`` and its fields besides ``profile`` and ``seed``
+    (``Run.of(kind, profile=…, seed=…, **config)``, the experiment's own grid's run), and the mean seconds
+    of one core that its pilot runs took."""
+
+    kind: str
+    config: Mapping[str, Any]
+    seconds: float
+
+    def run(self, profile: str, seed: int) -> Run:
+        """The run of this arm at ``profile`` with ``seed``."""
+        return Run.of(self.kind, profile=profile, seed=seed, **self.config)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A confirmatory design: its ``claims`` (``{claim: DesignedClaim}``, in the order it lists them), the
+    ``profile`` and ``pilot_seeds`` of its pilot grid, the ``fresh_seeds`` every judged arm trains, the
+    estimation-only arms trained at the fresh seeds too (``fresh_estimation_arms``, last), and ``arms``: what
+    each arm trains and costs (empty where the experiment maps arm names to runs itself, as chapter 10's
+    ``system_run`` does)."""
+
+    claims: Mapping[str, DesignedClaim]
+    profile: str
+    pilot_seeds: tuple[int, ...]
+    fresh_seeds: tuple[int, ...]
+    fresh_estimation_arms: tuple[str, ...] = ()
+    arms: Mapping[str, Arm] = field(default_factory=dict)
+
+    def family(self, name: str) -> list[str]:
+        """The claims of family ``name`` (``"primary"``, ``"secondary"`` or ``"estimation"``), in design order."""
+        return [claim for claim, designed in self.claims.items() if designed.family == name]
+
+    def family_arms(self, name: str) -> list[str]:
+        """The arms family ``name`` needs, in the order its claims name them."""
+        return list(dict.fromkeys(arm for claim in self.family(name) for arm in self.claims[claim].arms))
+
+    def training_groups(self) -> list[list[str]]:
+        """The arms trained at the fresh seeds, in groups trained one after the other (every fresh seed of a
+        group before the next): the primary family's arms, those only the secondary family needs, then
+        :attr:`fresh_estimation_arms` that neither needs."""
+        primary = self.family_arms("primary")
+        secondary = [arm for arm in self.family_arms("secondary") if arm not in primary]
+        return [primary, secondary, [arm for arm in self.fresh_estimation_arms if arm not in primary + secondary]]
+
+    def fresh_runs(self) -> list[Run]:
+        """Every run of the fresh seeds, in training order (:meth:`training_groups`, each group seed by seed)."""
+        return [self.arms[arm].run(self.profile, seed) for group in self.training_groups()
+                for seed in self.fresh_seeds for arm in group]
+
+    def cpu_hours(self) -> float:
+        """About how many hours of one core :meth:`fresh_runs` take (each arm's pilot :attr:`Arm.seconds`)."""
+        seconds = sum(self.arms[arm].seconds for group in self.training_groups() for arm in group)
+        return seconds * len(self.fresh_seeds) / 3600
+
+    def table(self, seeds: int | None = None, sd: float | None = None) -> dict[str, dict[str, Any]]:
+        """Per claim: its fields, its family's size, and at ``seeds`` fresh seeds (default: the design's) its
+        power and minimum detectable effect under Bonferroni over its family (estimation-only claims: as if
+        judged alone at α), and the seeds it would need judged alone (:func:`seeds_needed`). ``sd``
+        replaces every claim's own sd (what-if tables)."""
+        seeds = seeds if seeds is not None else len(self.fresh_seeds)
+        table = {}
+        for name, designed in self.claims.items():
+            size = len(self.family(designed.family)) if designed.family in FAMILIES else 1
+            spread = sd if sd is not None else designed.sd
+            table[name] = {"family": designed.family, "a": designed.a, "b": designed.b, "kind": designed.kind,
+                           "margin": designed.margin, "unit": designed.unit, "arms": list(designed.arms),
+                           "pilot_differences": list(designed.pilot_differences),
+                           "powered_for": designed.powered_for, "sd": spread, "family_size": size,
+                           "power": power(designed.kind, designed.powered_for, spread, seeds, size, designed.margin),
+                           "mde": minimum_detectable_effect(designed.kind, spread, seeds, size, designed.margin),
+                           "seeds_needed": seeds_needed(designed.kind, designed.powered_for, spread,
+                                                        designed.margin)}
+        return table
+
+    def judge_family(self, name: str, differences: Mapping[str, Mapping[int, float]]) -> dict[str, Judged | None]:
+        """Judge family ``name`` on the fresh seeds: ``differences[claim][seed]`` is a claim's paired
+        difference at a seed (other seeds, the pilot's among them, are ignored). A claim is ``None`` until
+        every one of :attr:`fresh_seeds` is there: the design fixed their number, and no claim is judged on
+        fewer."""
+        claims = self.family(name)
+        judged: dict[str, Judged | None] = {}
+        for claim in claims:
+            designed, found = self.claims[claim], differences.get(claim, {})
+            judged[claim] = (judge(designed.kind, [found[s] for s in self.fresh_seeds], len(claims), designed.margin)
+                             if all(s in found for s in self.fresh_seeds) else None)
+        return judged
+
+    def describe(self, header: str | None = None) -> str:
+        """The design as text: ``header`` (default: the pilot's seeds and how each claim's own sd is used),
+        then a row per claim (family, kind, the effect it is powered for, power and MDE in its unit, and the
+        sd used where claims have their own); then, for a design that names its :attr:`arms`, what each
+        estimation-only claim would need and what the fresh seeds train."""
+        table = self.table()
+        own_sd = len({row["sd"] for row in table.values()}) > 1
+        width = max(CLAIM_COLUMN, *map(len, table))
+        lines = [header if header is not None else
+                 f"pilot seeds {self.pilot_seeds[0]}–{self.pilot_seeds[-1]}; each claim powered with the upper "
+                 f"{SD_CONFIDENCE * 100:.0f} % bound of its own pilot sd ({len(self.pilot_seeds) - 1} df); "
+                 f"{len(self.fresh_seeds)} fresh seeds per arm ({self.fresh_seeds[0]}–{self.fresh_seeds[-1]}), "
+                 f"power target {POWER_TARGET:.0%}"]
+        for claim, row in table.items():
+            digits = _decimals(row["sd"])
+            lines.append(f"{row['family']:10s} {claim:{width}s} {row['kind']:12s} powered for "
+                         f"{row['powered_for']:+{digits + 4}.{digits}f} power {row['power']:.2f}  MDE "
+                         f"{row['mde']:.{digits}f}" + (f" sd {row['sd']:.{digits}f}" if own_sd else "")
+                         + f" {row['unit']}")
+        if self.arms:
+            lines.append(f"estimation only: the fresh seeds each claim would need for {POWER_TARGET * 100:.0f} % "
+                         f"power, judged alone at {ALPHA * 100:.0f} %:")
+            for claim, row in table.items():
+                if row["family"] == "estimation":
+                    needed = f"about {row['seeds_needed']}" if row["seeds_needed"] else "over 1000"
+                    lines.append(f"  {needed:>10s}  {claim}")
+            lines.append(f"fresh seeds {self.fresh_seeds[0]}–{self.fresh_seeds[-1]} train {len(self.fresh_runs())} "
+                         f"runs, about {self.cpu_hours():.1f} hours of one core (each arm's pilot runs' mean time), "
+                         "every seed of a group before the next:")
+            lines += [f"  {group_name}: {', '.join(group)}" for group_name, group
+                      in zip(("primary", "secondary only", "estimation only"), self.training_groups()) if group]
+        return "\n".join(lines)
+
+
+def _decimals(sd: float) -> int:
+    """Decimals that show two significant digits of ``sd``, at least two."""
+    return max(2, 1 - math.floor(math.log10(sd)))
+
