@@ -101,7 +101,7 @@ def _weights_and_penalty(method: Method) -> Callable[[Tensor], Tensor]:
 
 
 def exact_gradient(method: Method, seed: int) -> bool:
-    """Whether ``gradcheck`` passes for :func:`_weights_and_penalty` at random float64 scores ``(4, 6)``."""
+    """Whether ``gradcheck`` passes for ``_weights_and_penalty`` at random float64 scores ``(4, 6)``."""
     scores = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).requires_grad_()
     torch.manual_seed(seed)  # Gumbel's noise: the same draw in every evaluation gradcheck makes
     function = _weights_and_penalty(method)
@@ -114,7 +114,7 @@ def exact_gradient(method: Method, seed: int) -> bool:
 
 def relative_costs(methods: dict[str, Method], shape: tuple[int, int] = (1024, 64), calls: int = 20,
                    repeats: int = 5) -> dict[str, float]:
-    """Per method, the time of ``calls`` forward + backward passes of :func:`_weights_and_penalty` on
+    """Per method, the time of ``calls`` forward + backward passes of ``_weights_and_penalty`` on
     ``shape`` float32 scores, the fastest of ``repeats`` (the least disturbed by the rest of the machine),
     divided by the first method's; the repeats of all methods interleaved."""
     scores = torch.randn(*shape, generator=torch.Generator().manual_seed(0))

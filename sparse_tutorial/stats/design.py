@@ -69,7 +69,7 @@ def seeds_needed(kind: str, effect: float, sd: float, margin: float | None = Non
 
     The paired t's number (noncentral t: :func:`~sparse_tutorial.stats.inference.minimum_detectable_effect`,
     two-sided against 0 for ``greater``/``less``, one-sided against the nearest margin for the margin kinds)
-    divided by :data:`WILCOXON_EFFICIENCY`: simulating the exact test (:func:`power`) at hundreds of seeds
+    divided by :data:`WILCOXON_EFFICIENCY`: simulating the exact test (:func:`~sparse_tutorial.stats.confirmatory.power`) at hundreds of seeds
     would take minutes. ``None`` when ``effect`` sits on its null or more than ``most`` seeds are needed."""
     delta = margin or 0.0
     bound = {"greater": 0.0, "less": 0.0, "not_greater": delta, "not_less": -delta,
@@ -99,7 +99,7 @@ class DesignedClaim:
     against 0: the per-seed paired difference is ``a − b``, in ``unit``), with the ``kind`` and ``margin`` of
     the chapter's claims module; the pilot's paired differences (one per pilot seed); the effect it is
     powered for and the sd its power is computed with; its family (``"primary"``, ``"secondary"`` or
-    ``"estimation"``); and the arms whose runs it is computed from (keys of :attr:`Design.arms`, or in
+    ``"estimation"``); and the arms whose runs it is computed from (keys of ``Design.arms``, or in
     chapter 10 its systems)."""
 
     a: str
@@ -164,7 +164,7 @@ class Design:
     def training_groups(self) -> list[list[str]]:
         """The arms trained at the fresh seeds, in groups trained one after the other (every fresh seed of a
         group before the next): the primary family's arms, those only the secondary family needs, then
-        :attr:`fresh_estimation_arms` that neither needs."""
+        ``fresh_estimation_arms`` that neither needs."""
         primary = self.family_arms("primary")
         secondary = [arm for arm in self.family_arms("secondary") if arm not in primary]
         return [primary, secondary, [arm for arm in self.fresh_estimation_arms if arm not in primary + secondary]]
@@ -175,7 +175,7 @@ class Design:
                 for seed in self.fresh_seeds for arm in group]
 
     def cpu_hours(self) -> float:
-        """About how many hours of one core :meth:`fresh_runs` take (each arm's pilot :attr:`Arm.seconds`)."""
+        """About how many hours of one core :meth:`fresh_runs` take (each arm's pilot ``Arm.seconds``)."""
         seconds = sum(self.arms[arm].seconds for group in self.training_groups() for arm in group)
         return seconds * len(self.fresh_seeds) / 3600
 
@@ -202,7 +202,7 @@ class Design:
     def judge_family(self, name: str, differences: Mapping[str, Mapping[int, float]]) -> dict[str, Judged | None]:
         """Judge family ``name`` on the fresh seeds: ``differences[claim][seed]`` is a claim's paired
         difference at a seed (other seeds, the pilot's among them, are ignored). A claim is ``None`` until
-        every one of :attr:`fresh_seeds` is there: the design fixed their number, and no claim is judged on
+        every one of ``fresh_seeds`` is there: the design fixed their number, and no claim is judged on
         fewer."""
         claims = self.family(name)
         judged: dict[str, Judged | None] = {}
@@ -215,7 +215,7 @@ class Design:
     def describe(self, header: str | None = None) -> str:
         """The design as text: ``header`` (default: the pilot's seeds and how each claim's own sd is used),
         then a row per claim (family, kind, the effect it is powered for, power and MDE in its unit, and the
-        sd used where claims have their own); then, for a design that names its :attr:`arms`, what each
+        sd used where claims have their own); then, for a design that names its ``arms``, what each
         estimation-only claim would need and what the fresh seeds train."""
         table = self.table()
         own_sd = len({row["sd"] for row in table.values()}) > 1
