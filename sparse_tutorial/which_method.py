@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import pandas as pd
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -130,9 +129,10 @@ def relative_costs(methods: dict[str, Method], shape: tuple[int, int] = (1024, 6
     return {name: seconds / first for name, seconds in best.items()}
 
 
-def measure(seed: int = 0) -> pd.DataFrame:
-    """Every column of the module docstring for every method of :data:`METHODS` (rows), in one run, the
-    models in float32 (as chapters 3-7 train them) whatever the default dtype."""
+def measure(seed: int = 0) -> dict[str, dict[str, Any]]:
+    """``{method: {column: value}}``: every column of the module docstring for every method of
+    :data:`METHODS`, in one run, the models in float32 (as chapters 3-7 train them) whatever the default
+    dtype (``pandas.DataFrame.from_dict(measure(), orient="index")`` makes it a table)."""
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float32)
     try:
@@ -141,7 +141,7 @@ def measure(seed: int = 0) -> pd.DataFrame:
         torch.set_default_dtype(default)
 
 
-def _measured(seed: int) -> pd.DataFrame:
+def _measured(seed: int) -> dict[str, dict[str, Any]]:
     rows = {}
     for name, method in tqdm(METHODS.items(), desc="training Part I's methods on the lookups"):
         training = dict(projection=method.project(), penalty=method.penalty, weight=method.weight, seed=seed)
@@ -150,6 +150,6 @@ def _measured(seed: int) -> pd.DataFrame:
         rows[name] = {"exact zeros": one_to_one["zeros"], "exact gradient": exact_gradient(method, seed),
                       "many-to-one accuracy": many_to_one["accuracy"], "accuracy, 8 keys": one_to_one["accuracy"],
                       "accuracy, 24 keys": accuracy_on(one_to_one, LONGER, seed), "knob": method.knob}
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table["cost ÷ softmax"] = pd.Series(relative_costs(METHODS))
-    return table
+    for name, cost in relative_costs(METHODS).items():
+        rows[name]["cost ÷ softmax"] = cost
+    return rows

@@ -49,6 +49,6 @@ def test_no_experiment_imports_the_lookup_so_its_changes_leave_stored_runs_valid
 
     package = Path(__file__).resolve().parents[1] / "sparse_tutorial"
     assert "lookup.py" in NOT_RUN_CODE
-    importers = [path for path in package.rglob("*.py") if path.name != "lookup.py"
+    importers = [path.relative_to(package).as_posix() for path in package.rglob("*.py") if path.name != "lookup.py"
                  and "sparse_tutorial.lookup" in path.read_text(encoding="utf-8")]
-    assert importers == []
+    assert set(importers) <= set(NOT_RUN_CODE), "only code that no run executes may import the lookup"
