@@ -102,11 +102,10 @@ def _weights_and_penalty(method: Method) -> Callable[[Tensor], Tensor]:
 def exact_gradient(method: Method, seed: int) -> bool:
     """Whether ``gradcheck`` passes for ``_weights_and_penalty`` at random float64 scores ``(4, 6)``."""
     scores = torch.randn(4, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(seed)).requires_grad_()
-    torch.manual_seed(seed)  # Gumbel's noise: the same draw in every evaluation gradcheck makes
     function = _weights_and_penalty(method)
 
     def fixed_noise(x: Tensor) -> Tensor:
-        torch.manual_seed(seed)
+        torch.manual_seed(seed)  # Gumbel's noise: the same draw in every evaluation gradcheck makes
         return function(x)
     return torch.autograd.gradcheck(fixed_noise, (scores,), raise_exception=False)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
@@ -119,7 +120,6 @@ def save(path: str | Path, model: nn.Module, config: dict[str, Any], dtype: torc
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """The ``config`` metadata of a shipped model's file (without reading its weights)."""
-    from safetensors import safe_open
     with safe_open(str(path), framework="pt") as handle:
         return json.loads(handle.metadata()["config"])
 
