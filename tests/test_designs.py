@@ -5,15 +5,17 @@ grid's own runs, their pilot records exist and cost what the design says. The sh
 the design modules rely on."""
 import importlib
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from sparse_tutorial.experiments.nmt import runs_of as nmt_runs_of
 from sparse_tutorial.runs.runner import runs_dir
 from sparse_tutorial.stats import confirmatory
 from sparse_tutorial.stats.design import (
-    AFFORDABLE_SEEDS, FAMILIES, Arm, Design, DesignedClaim, sd_upper_bound, seeds_needed)
+    AFFORDABLE_SEEDS, FAMILIES, Arm, Design, DesignedClaim, added_in, sd_upper_bound, seeds_needed)
 
 RESULTS = Path(__file__).resolve().parents[1] / "book" / "results"
 NEW = ("summarization", "classification", "interpretability", "explanation")
@@ -82,7 +84,26 @@ def test_the_arms_are_the_grids_runs_and_cost_what_their_pilot_did(name):
         assert all(path.is_file() for path in paths), arm_name
         seconds = np.mean([json.loads(path.read_text(encoding="utf-8"))["seconds"] for path in paths])
         assert arm.seconds == pytest.approx(seconds, abs=0.5), arm_name
-        assert not (folder / f"{arm.run(module.PROFILE, module.FRESH_SEEDS[0]).key}.json").exists(), arm_name
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=RESULTS, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", ("nmt", *NEW))
+def test_every_fresh_record_was_made_by_committed_code_after_its_design_was_committed(name):
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("needs the repository's whole history")
+    module = design_of(name)
+    fixed = added_in(module.__file__)
+    fresh = (nmt_runs_of(module.PROFILE, len(module.PILOT_SEEDS)) if name == "nmt"
+             else module.CONFIRMATORY.fresh_runs())
+    folder = runs_dir(name, module.PROFILE, RESULTS)
+    records = [folder / f"{run.key}.json" for run in fresh if run.get("seed") in module.FRESH_SEEDS]
+    for path in filter(Path.is_file, records):
+        identity = json.loads(path.read_text(encoding="utf-8"))["identity"]
+        assert not identity["git_dirty"], path.name
+        assert git("merge-base", "--is-ancestor", fixed, identity["git_commit"]).returncode == 0, path.name
 
 
 def test_the_fresh_runs_train_every_seed_of_the_primary_arms_first():
@@ -114,6 +135,26 @@ def test_a_family_is_judged_on_its_fresh_seeds_only_and_only_on_all_of_them():
     judged = design.judge_family("primary", differences)
     assert judged["c"].verdict == "✓" and len(judged["c"].differences) == 10
     assert design.judge_family("secondary", differences) == {"d": None}
+
+
+def test_the_fresh_runs_extend_only_the_pilots_grid():
+    design = toy({"c": ("primary", (1.0, 2.0, 3.0))})
+    assert design.runs_extending("medium", 3) == design.fresh_runs() and len(design.fresh_runs()) == 20
+    assert design.runs_extending("medium", 1) == [] and design.runs_extending("quick", 3) == []
+
+
+def test_the_section_judges_families_on_fresh_seeds_and_estimates_over_every_seed():
+    design = toy({"c": ("primary", (1.0, 2.0, 3.0)), "e": ("estimation", (0.1, -0.3, 0.4))})
+    differences = {"c": {s: 2.0 + 0.1 * s for s in range(13)}, "e": {s: (-1.0) ** s for s in range(6)}}
+    section = design.section(differences, {"A": list(range(3, 13)), "B": list(range(3, 13))}, __file__)
+    primary = section["families"]["primary"]["c"]
+    assert primary["judged"]["verdict"] == "✓" and list(primary["judged"]["differences"]) == [
+        2.0 + 0.1 * s for s in range(3, 13)] and primary["fresh_seeds"] == {"A": [*range(3, 13)], "B": [*range(3, 13)]}
+    assert primary["power"] == design.table()["c"]["power"] and section["families"]["secondary"] == {}
+    estimated = section["estimation"]["e"]
+    assert estimated["seeds"] == [*range(6)] and estimated["mean"] == 0.0 and estimated["ci95"][0] < 0 < estimated["ci95"][1]
+    assert section["fresh_seeds"] == [*range(3, 13)] and section["commit"] == added_in(__file__)
+    assert design.section({}, {}, __file__)["families"]["primary"]["c"]["judged"] is None
 
 
 def test_seeds_needed_agrees_with_the_exact_tests_power():

@@ -19,18 +19,21 @@ BLEU, chapters 11–14 take each claim's own from its five pilot differences (4 
 claims come in different units.
 
 **Fresh runs.** A design names the runs its fresh seeds train, every seed of the primary family's arms first
-(:meth:`Design.fresh_runs`), and about what they cost (:meth:`Design.cpu_hours`). Chapter 10's grid trains
-them; chapters 11–14's designs were committed before their fresh runs entered their grids: a grid is run
-code, and changing it changes the code fingerprint of every stored run (:mod:`~sparse_tutorial.runs.records`),
-so the session that trains them adds ``CONFIRMATORY.fresh_runs()`` to the grid where it extends the pilot
-(as chapter 10's ``runs_of`` adds its design's) and records that the old and new code compute the same
-(:mod:`~sparse_tutorial.runs.equivalence`).
+(:meth:`Design.fresh_runs`), and about what they cost (:meth:`Design.cpu_hours`). An experiment's grid adds
+them after the pilot's own runs when it is the pilot's grid (:meth:`Design.runs_extending`; chapter 10's
+``runs_of`` maps its arms to systems itself). The designs were committed before their fresh runs entered
+their grids: a grid is run code, and changing it changes the code fingerprint of every stored run
+(:mod:`~sparse_tutorial.runs.records`), so each such change is recorded as computing what the old code
+computed (:mod:`~sparse_tutorial.runs.equivalence`). A results file shows what the fresh seeds stored so far
+say (:meth:`Design.section`).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -38,7 +41,7 @@ from scipy import stats
 from sparse_tutorial.runs.sweep import Run
 from sparse_tutorial.stats.confirmatory import (
     POWER_TARGET, Judged, judge, minimum_detectable_effect, power)
-from sparse_tutorial.stats.inference import ALPHA
+from sparse_tutorial.stats.inference import ALPHA, seed_interval
 from sparse_tutorial.stats.inference import minimum_detectable_effect as t_minimum_detectable_effect
 
 FAMILIES = ("primary", "secondary")
@@ -174,6 +177,11 @@ class Design:
         return [self.arms[arm].run(self.profile, seed) for group in self.training_groups()
                 for seed in self.fresh_seeds for arm in group]
 
+    def runs_extending(self, profile: str, seeds: int) -> list[Run]:
+        """:meth:`fresh_runs` when ``profile`` with seeds ``0 … seeds − 1`` is the pilot's grid (the grid this
+        design extends), else none: a grid of other sizes or seeds has nothing to confirm."""
+        return self.fresh_runs() if profile == self.profile and seeds == len(self.pilot_seeds) else []
+
     def cpu_hours(self) -> float:
         """About how many hours of one core :meth:`fresh_runs` take (each arm's pilot ``Arm.seconds``)."""
         seconds = sum(self.arms[arm].seconds for group in self.training_groups() for arm in group)
@@ -212,6 +220,38 @@ class Design:
                              if all(s in found for s in self.fresh_seeds) else None)
         return judged
 
+    def section(self, differences: Mapping[str, Mapping[int, float]], stored: Mapping[str, Sequence[int]],
+                module_file: str | Path) -> dict[str, Any]:
+        """The design and what its fresh seeds say, as a results file's ``checks["design"]``.
+
+        Args:
+            differences: ``{claim: {seed: paired difference}}`` at every seed both sides of a claim have, the
+                pilot's and the fresh ones (a family is judged on the fresh seeds only, :meth:`judge_family`).
+            stored: ``{arm: seeds}``, the fresh seeds each arm has stored.
+            module_file: the design module's file (its adding commit is the design's, :func:`added_in`).
+
+        Returns:
+            ``commit``, ``fresh_seeds``; per family its claims, each with its row of :meth:`table`, the fresh
+            seeds its arms have and ``judged`` (the fields of :class:`~sparse_tutorial.stats.confirmatory.Judged`,
+            ``None`` until every fresh seed is stored); ``estimation``: each estimation-only claim's row, the
+            seeds it has, their mean difference and its 95 % t-interval over every seed.
+        """
+        table = self.table()
+        families = {}
+        for name in FAMILIES:
+            families[name] = {claim: {**table[claim],
+                                      "fresh_seeds": {arm: sorted(stored.get(arm, ())) for arm in self.claims[claim].arms},
+                                      "judged": None if found is None else asdict(found)}
+                              for claim, found in self.judge_family(name, differences).items()}
+        estimation = {}
+        for claim in self.family("estimation"):
+            seeds = sorted(differences.get(claim, {}))
+            values = [differences[claim][seed] for seed in seeds]
+            estimation[claim] = {**table[claim], "seeds": seeds, "mean": float(np.mean(values)) if seeds else None,
+                                 "ci95": seed_interval(values) if len(seeds) > 1 else None}
+        return {"commit": added_in(module_file), "fresh_seeds": list(self.fresh_seeds), "families": families,
+                "estimation": estimation}
+
     def describe(self, header: str | None = None) -> str:
         """The design as text: ``header`` (default: the pilot's seeds and how each claim's own sd is used),
         then a row per claim (family, kind, the effect it is powered for, power and MDE in its unit, and the
@@ -244,6 +284,17 @@ class Design:
             lines += [f"  {group_name}: {', '.join(group)}" for group_name, group
                       in zip(("primary", "secondary only", "estimation only"), self.training_groups()) if group]
         return "\n".join(lines)
+
+
+def added_in(path: str | Path) -> str | None:
+    """The commit that added the file at ``path`` (a design's commit; ``None`` outside a git clone)."""
+    path = Path(path)
+    try:
+        done = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", path.name],
+                              cwd=path.parent, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.split()[-1] if done.stdout.split() else None
 
 
 def _decimals(sd: float) -> int:

@@ -36,7 +36,8 @@ from sparse_tutorial.experiments.classification import (
     fit,
     uniform_attention,
 )
-from sparse_tutorial.experiments.explanation.claims import checks
+from sparse_tutorial.experiments.explanation import design
+from sparse_tutorial.experiments.explanation.claims import checks, seed_differences
 from sparse_tutorial.experiments.interpretability import on_device_of
 from sparse_tutorial.runs.runner import sweep_experiment
 from sparse_tutorial.runs.sweep import Run
@@ -329,9 +330,12 @@ def training_task(train: int | None) -> Task:
 
 def grid(profile: str, seeds: int) -> list[Run]:
     """Per seed, the learned model with every test and model that needs it (``"base"``) and the models
-    trained with uniform attention (``"uniform"``). Loads the corpus first, so a missing one fails at once."""
+    trained with uniform attention (``"uniform"``); then, when these are the pilot of the confirmatory design
+    (:mod:`~sparse_tutorial.experiments.explanation.design`), the same two runs at its fresh seeds. Loads
+    the corpus first, so a missing one fails at once."""
     training_task(SIZES[profile].n_train)
-    return [Run.of(kind, profile=profile, seed=seed) for seed in range(seeds) for kind in ("base", "uniform")]
+    return ([Run.of(kind, profile=profile, seed=seed) for seed in range(seeds) for kind in ("base", "uniform")]
+            + design.CONFIRMATORY.runs_extending(profile, seeds))
 
 
 def execute(run: Run) -> dict[str, Any]:
@@ -375,34 +379,49 @@ def execute(run: Run) -> dict[str, Any]:
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
     """The dict that ``book/results/explanation.json`` holds: ``profile_note``, ``corpus``; for each of
-    ``erasure``, ``permutation``, ``adversarial`` and ``baselines``, one row per seed (``{"seed", ...}``; a
-    median :func:`permutation` could not take is ``None``); and ``checks``, the verdicts of
-    :func:`~sparse_tutorial.experiments.explanation.claims.checks` on the per-example results of every seed."""
+    ``erasure``, ``permutation``, ``adversarial`` and ``baselines``, one row per seed ``0 … seeds − 1``
+    (``{"seed", ...}``; a median :func:`permutation` could not take is ``None``); and ``checks``, the verdicts
+    of :func:`~sparse_tutorial.experiments.explanation.claims.checks` on the per-example results of those
+    seeds and, for the design's pilot, ``design``: what the fresh seeds stored so far say
+    (:meth:`~sparse_tutorial.stats.design.Design.section`)."""
     by_run = dict(zip(runs, results))
     rows: dict[str, list[dict[str, Any]]] = {"erasure": [], "permutation": [], "adversarial": [], "baselines": []}
-    correct_by_model: dict[str, list[list[int]]] = {}
-    flips_by_pick: dict[str, list[list[int]]] = {}
-    kept_far: list[list[int]] = []
-    for seed in range(seeds):
+    correct_by_model: dict[str, dict[int, list[int]]] = {}
+    flips_by_pick: dict[str, dict[int, list[int]]] = {}
+    kept_far: dict[int, list[int]] = {}
+    trained = sorted({run["seed"] for run in by_run if Run.of("base", profile=profile, seed=run["seed"]) in by_run
+                      and Run.of("uniform", profile=profile, seed=run["seed"]) in by_run})
+    for seed in trained:
         base = by_run[Run.of("base", profile=profile, seed=seed)]
         uniform = by_run[Run.of("uniform", profile=profile, seed=seed)]
-        for test in ("erasure", "permutation", "adversarial"):
-            rows[test].append({"seed": seed, **base[test]})
-        rows["baselines"].append({"seed": seed, **in_baseline_order({**base["baselines"], **uniform["baselines"]})})
+        if seed < seeds:
+            for test in ("erasure", "permutation", "adversarial"):
+                rows[test].append({"seed": seed, **base[test]})
+            rows["baselines"].append({"seed": seed,
+                                      **in_baseline_order({**base["baselines"], **uniform["baselines"]})})
         for name, values in {**base["correct"], **uniform["correct"]}.items():
-            correct_by_model.setdefault(name, []).append(values)
+            correct_by_model.setdefault(name, {})[seed] = values
         for name, values in base["erasure_flips"].items():
-            flips_by_pick.setdefault(name, []).append(values)
-        kept_far.append(base["far_and_kept"])
+            flips_by_pick.setdefault(name, {})[seed] = values
+        kept_far[seed] = base["far_and_kept"]
+    pilot = range(seeds)
     adversary_js = [row["adversary_js_from_base"] for row in rows["baselines"]]
     subsets = {json.dumps(by_run[Run.of("base", profile=profile, seed=seed)]["evaluation_subset"], sort_keys=True)
-               for seed in range(seeds)}
+               for seed in trained}
     if len(subsets) != 1:
         raise ValueError(f"the seeds of explanation were evaluated on {len(subsets)} different subsets; every "
                          "seed must see the same test sentences")
-    return {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
-            "evaluation_subset": json.loads(subsets.pop()),
-            **rows, "checks": checks(correct_by_model, flips_by_pick, adversary_js, kept_far)}
+    results = {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
+               "evaluation_subset": json.loads(subsets.pop()), **rows,
+               "checks": checks({name: [values[s] for s in pilot] for name, values in correct_by_model.items()},
+                                {name: [values[s] for s in pilot] for name, values in flips_by_pick.items()},
+                                adversary_js, [kept_far[s] for s in pilot])}
+    if design.CONFIRMATORY.runs_extending(profile, seeds):
+        stored = {name: [seed for seed in design.FRESH_SEEDS if arm.run(profile, seed) in by_run]
+                  for name, arm in design.ARMS.items()}
+        results["checks"]["design"] = design.CONFIRMATORY.section(
+            seed_differences(correct_by_model, flips_by_pick, kept_far), stored, design.__file__)
+    return results
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:

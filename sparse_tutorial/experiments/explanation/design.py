@@ -33,8 +33,8 @@ attention frozen into a BiLSTM beats uniform attention (−0.006, sd 0.017: abou
 anyway, so they are estimated over 15 seeds.
 
 **Runs.** Every claim comes from the grid's two runs per seed (:data:`ARMS`): 20 runs, about half an hour of
-one core by the pilot's mean seconds. They are not in the grid yet (:mod:`~sparse_tutorial.stats.design`:
-*fresh runs*).
+one core by the pilot's mean seconds. The grid of the pilot (``--profile medium --seeds 5``) trains them
+after its own (:meth:`~sparse_tutorial.stats.design.Design.runs_extending`).
 
 ``python -m sparse_tutorial.stats.confirmatory explanation`` prints the design (:func:`describe`).
 """

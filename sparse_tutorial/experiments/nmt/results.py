@@ -10,15 +10,13 @@ what a run computes, so editing this module never makes stored runs stale.
 """
 from __future__ import annotations
 
-import subprocess
 from dataclasses import asdict, fields
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from sparse_tutorial.stats.inference import (
-    MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score, seed_interval)
+    MIN_SEEDS, Evidence, bleu_score, bleu_statistics, compare, ratio_score)
 from sparse_tutorial.experiments.nmt import design
 from sparse_tutorial.experiments.nmt.claims import CLAIMS, EXPLORATORY, MECHANISMS, exploratory_table, judge, mechanism_table
 from sparse_tutorial.experiments.nmt.data import TranslationData, translation_corpus
@@ -128,48 +126,24 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
     return rounded(results)
 
 
-def design_commit() -> str | None:
-    """The commit that added the design module (``None`` outside a git clone)."""
-    module = Path(design.__file__)
-    try:
-        done = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", module.name],
-                              cwd=module.parent, capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return done.stdout.split()[-1] if done.stdout.split() else None
-
-
 def confirmatory(pilot: dict[str, list[dict[str, Any]]], fresh: dict[str, dict[int, dict[str, Any]]]
                  ) -> dict[str, Any]:
-    """The confirmatory design (:mod:`~sparse_tutorial.experiments.nmt.design`) and what its fresh seeds say:
-    per family its claims, each with the power it was designed for and its verdict (``None`` until all its
-    fresh seeds are stored); the estimation-only claims over every seed; the collapse rates of the penalised
-    arms over the pilot's and the fresh seeds, each kept apart."""
-    table = design.design_table()
-    bleu = {arm: {seed: metrics["bleu"] for seed, metrics in runs.items()} for arm, runs in fresh.items()}
-    families = {}
-    for name in design.FAMILIES:
-        judged = design.judge_family(name, bleu)
-        families[name] = {claim: {**table[claim], "fresh_seeds": {arm: sorted(bleu.get(arm, {})) for arm in
-                                                                  (design.DESIGN[claim].a, design.DESIGN[claim].b)},
-                                  "judged": None if found is None else asdict(found)}
-                          for claim, found in judged.items()}
+    """The confirmatory design (:mod:`~sparse_tutorial.experiments.nmt.design`) and what its fresh seeds say
+    (:meth:`~sparse_tutorial.stats.design.Design.section` of the per-seed BLEU differences), with the collapse
+    rates of the penalised arms over the pilot's and the fresh seeds, each kept apart."""
     every = {arm: {row["seed"]: row["bleu"] for row in rows} for arm, rows in pilot.items()}
-    for arm, seeded in bleu.items():
-        every.setdefault(arm, {}).update(seeded)
-    estimation = {}
-    for claim in design.family("estimation"):
-        a, b = design.DESIGN[claim].a, design.DESIGN[claim].b
-        seeds = sorted(set(every.get(a, {})) & set(every.get(b, {})))
-        differences = [every[a][s] - every[b][s] for s in seeds]
-        estimation[claim] = {**table[claim], "seeds": seeds, "mean": float(np.mean(differences)) if seeds else None,
-                             "ci95": seed_interval(differences) if len(seeds) > 1 else None}
+    for arm, runs in fresh.items():
+        every.setdefault(arm, {}).update({seed: metrics["bleu"] for seed, metrics in runs.items()})
+    differences = {claim: {seed: every[c.a][seed] - every[c.b][seed]
+                           for seed in sorted(set(every.get(c.a, {})) & set(every.get(c.b, {})))}
+                   for claim, c in design.DESIGN.items()}
+    section = design.CONFIRMATORY.section(differences, {arm: sorted(runs) for arm, runs in fresh.items()},
+                                          design.__file__)
     collapse = {kind: design.collapse_rates({arm: [m["entropy_per_token"] for m in runs]
                                              for arm, runs in source.items() if arm in design.PENALISED
                                              or arm.startswith("λ =")})
                 for kind, source in (("pilot", pilot), ("fresh", {a: list(r.values()) for a, r in fresh.items()}))}
-    return {"commit": design_commit(), "fresh_seeds": list(design.FRESH_SEEDS), "sd_for_power": design.SD_FOR_POWER,
-            "collapse_entropy": design.COLLAPSE_ENTROPY, "families": families, "estimation": estimation,
+    return {**section, "sd_for_power": design.SD_FOR_POWER, "collapse_entropy": design.COLLAPSE_ENTROPY,
             "collapse": collapse}
 
 
