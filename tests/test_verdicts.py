@@ -2,9 +2,10 @@
 import numpy as np
 import pytest
 
+from sparse_tutorial.stats.design import Arm, Design, DesignedClaim
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import (claims_table, described_claim, markdown_escaped, markdown_table,
-                                            number_text, verdicts_in_brief)
+from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_table, markdown_escaped,
+                                            markdown_table, number_text, verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -69,3 +70,22 @@ def test_markdown_table_escapes_bars_and_aligns_columns():
 
 def test_markdown_escaped_keeps_angle_brackets_visible():
     assert markdown_escaped("the pointer removes <unk>") == "the pointer removes \\<unk>"
+
+
+def test_design_table_shows_verdicts_with_their_interval_pending_claims_and_estimates():
+    claims = {name: DesignedClaim.from_pilot("A", "B", "greater", family, "points", ("A", "B"), pilot)
+              for name, family, pilot in (("c", "primary", (1.0, 2.0, 3.0)), ("d", "secondary", (0.5, 1.0, 0.0)),
+                                          ("e", "estimation", (0.1, -0.3, 0.4)))}
+    design = Design(claims, "medium", (0, 1, 2), tuple(range(3, 13)), arms={"A": Arm("system", {}, 1.0),
+                                                                           "B": Arm("system", {}, 1.0)})
+    differences = {"c": {s: 2.0 + 0.1 * s for s in range(13)}, "d": {s: 1.0 for s in range(3, 8)},
+                   "e": {s: (-1.0) ** s for s in range(6)}}
+    section = design.section(differences, {"A": list(range(3, 13)), "B": list(range(3, 8))}, __file__)
+    primary, secondary, estimated = design_table(section)
+    judged = section["families"]["primary"]["c"]["judged"]
+    assert primary["verdict"] == "✓" and primary["ours"].startswith(number_text(judged["estimate"], "+.3g"))
+    low, high = judged["interval"]
+    assert primary["ours"].endswith(f"[{number_text(low, '+.3g')}, {number_text(high, '+.3g')}]") and low > 0
+    assert secondary["verdict"] == "pending (5/10 fresh seeds)" and secondary["ours"] == "" and secondary["p"] is None
+    assert estimated["family"] == "estimation" and estimated["verdict"] == "—" and estimated["fresh seeds"] == 3
+    assert estimated["ours"].startswith("+0 [")

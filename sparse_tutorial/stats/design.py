@@ -286,6 +286,24 @@ class Design:
         return "\n".join(lines)
 
 
+def seed_differences(*judged: tuple[Sequence[int], Mapping[str, Mapping[str, Any]]]) -> dict[str, dict[int, float]]:
+    """``{claim: {seed: a − b}}``: the per-seed paired differences of claims judged by the inference standard
+    (:func:`~sparse_tutorial.stats.inference.judge_family`'s entries, whose ``seed_level`` lists ``a`` and
+    ``b`` per seed), from each ``(seeds, claims)`` of ``judged`` (the pilot's, the fresh seeds', judged apart);
+    a claim not tested on some seeds has no differences there."""
+    differences: dict[str, dict[int, float]] = {}
+    for seeds, claims in judged:
+        for claim, entry in claims.items():
+            level = entry.get("seed_level")
+            if level is None:
+                continue
+            if not len(level["a"]) == len(level["b"]) == len(seeds):
+                raise ValueError(f"claim {claim!r} was judged on {len(level['a'])} seeds, not the {len(seeds)} given")
+            differences.setdefault(claim, {}).update(
+                {seed: float(a - b) for seed, a, b in zip(seeds, level["a"], level["b"])})
+    return differences
+
+
 def added_in(path: str | Path) -> str | None:
     """The commit that added the file at ``path`` (a design's commit; ``None`` outside a git clone)."""
     path = Path(path)

@@ -78,6 +78,45 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
+def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any]]:
+    """Rows for a chapter's table of its confirmatory design (a results file's ``checks["design"]``,
+    :meth:`~sparse_tutorial.stats.design.Design.section`): the primary family, the secondary, then the
+    estimation-only claims, each ``{"family", "claim", "verdict", "ours", "p", "power", "detectable",
+    "fresh seeds"}``. A judged claim's ``ours`` is the Hodges–Lehmann estimate over its fresh seeds with the
+    interval of the test that made its verdict, at its family's level; ``detectable`` is the smallest effect
+    the design could see (its MDE at 80 % power); a claim whose fresh seeds are not all stored yet is
+    ``pending``. An estimation-only claim has no verdict: its mean over every seed (pilot and fresh) with
+    the 95 % t-interval."""
+    spec = f"+.{digits}g"
+
+    def interval(bounds: Any) -> str:
+        if bounds is None:
+            return ""
+        low, high = bounds
+        return (f" [{'−∞' if low is None or low == -np.inf else number_text(low, spec)}, "
+                f"{'+∞' if high is None or high == np.inf else number_text(high, spec)}]")
+
+    rows = []
+    for family in ("primary", "secondary"):
+        for name, entry in section["families"][family].items():
+            judged = entry["judged"]
+            fresh = min(len(seeds) for seeds in entry["fresh_seeds"].values())
+            rows.append({"family": family, "claim": name,
+                         "verdict": f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)" if judged is None
+                         else judged["verdict"],
+                         "ours": "" if judged is None else number_text(judged["estimate"], spec)
+                         + interval(judged["interval"]),
+                         "p": None if judged is None else float(f"{judged['p']:.2g}"),
+                         "power": round(entry["power"], 2), "detectable": f"≥ {number_text(entry['mde'], '.2g')}",
+                         "fresh seeds": fresh})
+    for name, entry in section["estimation"].items():
+        rows.append({"family": "estimation", "claim": name, "verdict": "—",
+                     "ours": "" if entry["mean"] is None else number_text(entry["mean"], spec) + interval(entry["ci95"]),
+                     "p": None, "power": None, "detectable": "", "fresh seeds": len(
+                         [seed for seed in entry["seeds"] if seed in section["fresh_seeds"]])})
+    return rows
+
+
 def markdown_escaped(text: Any) -> str:
     """Plain ``text`` for Markdown: ``<`` escaped, so that ``<unk>`` is not read as an HTML tag."""
     return str(text).replace("<", "\\<")

@@ -56,8 +56,9 @@ the 20 Newsgroups tasks (λ = 10⁴) keep their pilot's 5.
 
 **Runs.** The fresh seeds train the 31 models the two families compare (of the 38 of :data:`ARMS`): the 10
 of the primary family, every seed of them first (about 1.4 hours of one core by the pilot's mean seconds,
-mostly DP-L on 20News I), then the 21 only the secondary family needs: 310 runs, about 6.6 hours. They are
-not in the grid yet (:mod:`~sparse_tutorial.stats.design`: *fresh runs*).
+mostly DP-L on 20News I), then the 21 only the secondary family needs: 310 runs, about 6.6 hours. The grid
+of the pilot (``--profile medium --seeds 5``) trains them after its own
+(:meth:`~sparse_tutorial.stats.design.Design.runs_extending`).
 
 ``python -m sparse_tutorial.stats.confirmatory classification`` prints the design (:func:`describe`).
 """

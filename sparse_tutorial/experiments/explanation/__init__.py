@@ -37,7 +37,8 @@ from sparse_tutorial.experiments.classification import (
     uniform_attention,
 )
 from sparse_tutorial.experiments.explanation import design
-from sparse_tutorial.experiments.explanation.claims import checks, seed_differences
+from sparse_tutorial.stats.design import seed_differences
+from sparse_tutorial.experiments.explanation.claims import checks
 from sparse_tutorial.experiments.interpretability import on_device_of
 from sparse_tutorial.runs.runner import sweep_experiment
 from sparse_tutorial.runs.sweep import Run
@@ -404,23 +405,28 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
         for name, values in base["erasure_flips"].items():
             flips_by_pick.setdefault(name, {})[seed] = values
         kept_far[seed] = base["far_and_kept"]
-    pilot = range(seeds)
-    adversary_js = [row["adversary_js_from_base"] for row in rows["baselines"]]
+    adversary_js = {seed: by_run[Run.of("base", profile=profile, seed=seed)]["baselines"]["adversary_js_from_base"]
+                    for seed in trained}
     subsets = {json.dumps(by_run[Run.of("base", profile=profile, seed=seed)]["evaluation_subset"], sort_keys=True)
                for seed in trained}
     if len(subsets) != 1:
         raise ValueError(f"the seeds of explanation were evaluated on {len(subsets)} different subsets; every "
                          "seed must see the same test sentences")
+
+    def checks_at(chosen: list[int]) -> dict[str, Any]:
+        return checks({name: [values[s] for s in chosen] for name, values in correct_by_model.items()},
+                      {name: [values[s] for s in chosen] for name, values in flips_by_pick.items()},
+                      [adversary_js[s] for s in chosen], [kept_far[s] for s in chosen])
+
+    pilot = list(range(seeds))
     results = {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
-               "evaluation_subset": json.loads(subsets.pop()), **rows,
-               "checks": checks({name: [values[s] for s in pilot] for name, values in correct_by_model.items()},
-                                {name: [values[s] for s in pilot] for name, values in flips_by_pick.items()},
-                                adversary_js, [kept_far[s] for s in pilot])}
+               "evaluation_subset": json.loads(subsets.pop()), **rows, "checks": checks_at(pilot)}
     if design.CONFIRMATORY.runs_extending(profile, seeds):
+        fresh = [seed for seed in trained if seed in design.FRESH_SEEDS]
+        judged = [(pilot, results["checks"]["claims"])] + ([(fresh, checks_at(fresh)["claims"])] if len(fresh) > 1 else [])
         stored = {name: [seed for seed in design.FRESH_SEEDS if arm.run(profile, seed) in by_run]
                   for name, arm in design.ARMS.items()}
-        results["checks"]["design"] = design.CONFIRMATORY.section(
-            seed_differences(correct_by_model, flips_by_pick, kept_far), stored, design.__file__)
+        results["checks"]["design"] = design.CONFIRMATORY.section(seed_differences(*judged), stored, design.__file__)
     return results
 
 

@@ -98,20 +98,6 @@ def judge(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float],
     return judge_family(judged)
 
 
-def seed_differences(correct: dict[str, dict[int, Sequence[int]]], flips: dict[str, dict[int, Sequence[int]]],
-                     far_and_kept: dict[int, Sequence[int]]) -> dict[str, dict[int, float]]:
-    """Per claim of :data:`CLAIMS`, per seed that has both its sides: the share of ``a`` minus the share of
-    ``b`` (the paired difference the confirmatory design judges; arguments as :func:`judge`'s, keyed by seed)."""
-    outcomes = {"correct": correct, "flips": flips,
-                "adversarial": {"far_and_kept": far_and_kept, "half": {seed: [0.5] for seed in far_and_kept}}}
-    differences = {}
-    for name, (_, a, b, outcome) in CLAIMS.items():
-        found = outcomes[outcome]
-        seeds = sorted(set(found.get(a, {})) & set(found.get(b, {})))
-        differences[name] = {seed: float(np.mean(found[a][seed]) - np.mean(found[b][seed])) for seed in seeds}
-    return differences
-
-
 def checks(correct: PerSeed, flips: PerSeed, adversary_js: Sequence[float],
            far_and_kept: Sequence[Sequence[int]]) -> dict[str, Any]:
     """``{"seeds", "n_test", "n_test_accuracy", "claims"}``: the fewest seeds, the erasure test's sentences,
