@@ -117,6 +117,28 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
     return rows
 
 
+def design_in_brief(section: dict[str, Any], digits: int = 3) -> str:
+    """A Markdown table of what a confirmatory design decided, for the top of a chapter: a line of counts
+    over the judged claims, then one row per claim of :func:`design_table` (its judged claims
+    contradictions first, then pending ones, then the estimates)."""
+    rows = design_table(section, digits)
+    judged = [row for row in rows if row["verdict"] in VERDICT_ORDER]
+    first, last = section["fresh_seeds"][0], section["fresh_seeds"][-1]
+    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in judged)}" for mark in ("✗", "✓", "?")
+                        if any(row["verdict"] == mark for row in judged))
+    estimated = sum(row["family"] == "estimation" for row in rows)
+    head = (f"**Decided on fresh seeds {first}–{last}: {counts or 'nothing yet'}** of {len(judged)} judged claims"
+            f" ({len(rows) - len(judged) - estimated} pending, {estimated} estimated without a verdict). Beside a"
+            " verdict, the Hodges–Lehmann estimate over the fresh seeds and the interval of the signed-rank test that"
+            " made it, at its family's level; beside an estimate, the mean over every seed and its 95 % t-interval;"
+            " *detectable*: the smallest effect the design detects with 80 % power")
+    order = {mark: rank for rank, mark in enumerate(VERDICT_ORDER)}
+    rows = sorted(rows, key=lambda row: (row["family"] == "estimation", order.get(row["verdict"], len(order))))
+    brief = [{"verdict": row["verdict"], "claim": markdown_escaped(row["claim"]), "family": row["family"],
+              "ours [interval]": row["ours"] or "—", "detectable": row["detectable"] or "—"} for row in rows]
+    return head + "\n\n" + markdown_table(brief, "c")
+
+
 def markdown_escaped(text: Any) -> str:
     """Plain ``text`` for Markdown: ``<`` escaped, so that ``<unk>`` is not read as an HTML tag."""
     return str(text).replace("<", "\\<")
