@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from sparse_tutorial.experiments import load_results
-from sparse_tutorial.stats.scorecard import COLUMNS, SOURCES, scorecard
+from sparse_tutorial.stats.scorecard import COLUMNS, SOURCES, confirmatory_verdict, scorecard
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = REPO_ROOT / "book" / "results"
@@ -23,6 +23,19 @@ def test_the_scorecard_lists_every_stored_claim_once_with_its_verdict():
     assert {(row["experiment"], row["claim"]): row["verdict"] for row in rows} == stored
     order = [row["experiment"] for row in rows]
     assert order == sorted(order, key=list(SOURCES).index)   # experiments in book order
+
+
+def test_each_row_says_what_its_design_decided_on_fresh_seeds():
+    design = {"families": {"primary": {"a": {"judged": {"verdict": "✗"}}}, "secondary": {"b": {"judged": None}}},
+              "estimation": {"c": {}}}
+    assert [confirmatory_verdict(design, claim) for claim in "abcd"] == ["✗", "pending", "estimated", ""]
+    assert confirmatory_verdict(None, "a") == ""
+    rows = {(row["experiment"], row["claim"]): row["confirmatory"] for row in scorecard(load_results)}
+    explanation = load_results("explanation")["checks"]["design"]
+    for family in ("primary", "secondary"):
+        for claim, entry in explanation["families"][family].items():
+            assert rows["explanation", claim] == (entry["judged"]["verdict"] if entry["judged"] else "pending")
+    assert {rows["explanation", claim] for claim in explanation["estimation"]} == {"estimated"}
 
 
 def test_every_row_links_to_a_labelled_claims_section_of_its_chapter():

@@ -4,7 +4,9 @@ Each experiment's results file (``book/results/NAME.json``) stores its claims wi
 (:mod:`~sparse_tutorial.stats.inference`); :func:`scorecard` puts them side by side, one row per claim, with
 the paper it comes from and the chapter section that judges it (:data:`SOURCES`). The rows are
 :func:`~sparse_tutorial.stats.verdicts.claims_table`'s, so the scorecard shows each claim exactly as its
-chapter does, and it is made from the same files, so the two cannot disagree.
+chapter does, and it is made from the same files, so the two cannot disagree. Beside the verdict of the
+stored seeds, each row shows what the experiment's confirmatory design says of the claim on its fresh seeds
+(:func:`confirmatory_verdict`).
 """
 from __future__ import annotations
 
@@ -46,12 +48,27 @@ SOURCES: dict[str, Source] = {
 }
 """Each experiment with claims: its paper and the chapter section that judges them, in book order."""
 
-COLUMNS = ("experiment", "paper", "where", "claim", "paper_effect", "ours", "seeds", "verdict", "p_holm",
-           "detectable", "chapter")
+COLUMNS = ("experiment", "paper", "where", "claim", "paper_effect", "ours", "seeds", "verdict", "confirmatory",
+           "p_holm", "detectable", "chapter")
 """The scorecard's columns: ``where`` is the table or figure (the stored ``paper`` text up to its colon);
 ``ours`` the effect with the interval that made its verdict; ``seeds`` the fewest seeds of an arm;
+``confirmatory`` the design's word on the claim (:func:`confirmatory_verdict`);
 ``detectable``, for a "?", the smallest effect its seeds could have seen; ``chapter`` the link of
 :meth:`Source.link`."""
+
+
+def confirmatory_verdict(design: dict[str, Any] | None, claim: str) -> str:
+    """What a results file's confirmatory design (``checks["design"]``,
+    :meth:`~sparse_tutorial.stats.design.Design.section`) says of ``claim``: its verdict on the fresh seeds
+    (``"✓"``, ``"✗"`` or ``"?"``), ``"pending"`` until all of them are stored, ``"estimated"`` for an
+    estimation-only claim, and ``""`` when the file has no design or the design leaves the claim out."""
+    if design is None:
+        return ""
+    for family in ("primary", "secondary"):
+        if claim in design["families"][family]:
+            judged = design["families"][family][claim]["judged"]
+            return "pending" if judged is None else judged["verdict"]
+    return "estimated" if claim in design["estimation"] else ""
 
 
 def scorecard(load: Callable[[str], dict[str, Any] | None]) -> list[dict[str, Any]]:
@@ -76,7 +93,9 @@ def scorecard(load: Callable[[str], dict[str, Any] | None]) -> list[dict[str, An
                          "where": entry["paper"].split(":", 1)[0], "claim": row["claim"],
                          "paper_effect": row["paper_effect"], "ours": row["ours"],
                          "seeds": min(entry["seeds"]) if entry.get("seeds") else None,
-                         "verdict": row["verdict"], "p_holm": row["p_holm"], "detectable": row["detectable"],
+                         "verdict": row["verdict"],
+                         "confirmatory": confirmatory_verdict(results["checks"].get("design"), row["claim"]),
+                         "p_holm": row["p_holm"], "detectable": row["detectable"],
                          "chapter": source.link()})
     return rows
 

@@ -127,8 +127,9 @@ def design_in_brief(section: dict[str, Any], digits: int = 3) -> str:
     counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in judged)}" for mark in ("✗", "✓", "?")
                         if any(row["verdict"] == mark for row in judged))
     estimated = sum(row["family"] == "estimation" for row in rows)
-    head = (f"**Decided on fresh seeds {first}–{last}: {counts or 'nothing yet'}** of {len(judged)} judged claims"
-            f" ({len(rows) - len(judged) - estimated} pending, {estimated} estimated without a verdict). Beside a"
+    decided = f"{counts}** of {len(judged)} judged claims (" if judged else "nothing yet** ("
+    head = (f"**Decided on fresh seeds {first}–{last}: {decided}{len(rows) - len(judged) - estimated} pending, "
+            f"{estimated} estimated without a verdict). Beside a"
             " verdict, the Hodges–Lehmann estimate over the fresh seeds and the interval of the signed-rank test that"
             " made it, at its family's level; beside an estimate, the mean over every seed and its 95 % t-interval;"
             " *detectable*: the smallest effect the design detects with 80 % power")
