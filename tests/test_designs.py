@@ -157,6 +157,34 @@ def test_the_section_judges_families_on_fresh_seeds_and_estimates_over_every_see
     assert design.section({}, {}, __file__)["families"]["primary"]["c"]["judged"] is None
 
 
+def test_a_results_section_judges_the_fresh_seeds_apart_on_the_arms_stored_at_every_one_of_them():
+    claims = {"c": DesignedClaim.from_pilot("A", "B", "greater", "primary", "points", ("A", "B"), (1.0, 2.0, 3.0)),
+              "d": DesignedClaim.from_pilot("C", "B", "greater", "secondary", "points", ("C", "B"), (0.5, 1.0, 2.0))}
+    design = Design(claims, "medium", (0, 1, 2), tuple(range(3, 13)),
+                    arms={name: Arm("system", {"name": name}, 60.0) for name in "ABC"})
+    done = {arm.run("medium", seed) for name, arm in design.arms.items() for seed in range(13)
+            if name != "C" or seed < 12}                     # C, trained last, misses the last fresh seed
+    judged_on = []
+
+    def judge_fresh(runs):   # c: A's seed minus 0; d judged on whatever it is given, as a sweep on fewer λ would be
+        judged_on.append(runs)
+        seeds = [run["seed"] for run in runs if run["name"] == "A"]
+        return {"c": {"seed_level": {"a": [float(seed) for seed in seeds], "b": [0.0] * len(seeds)}},
+                "d": {"seed_level": {"a": [9.0] * len(seeds), "b": [0.0] * len(seeds)}}}
+
+    pilot = {name: {"seed_level": {"a": list(designed.pilot_differences), "b": [0.0] * 3}}
+             for name, designed in claims.items()}
+    assert design.judged_apart(design.stored(done)) == ([*range(3, 13)], ["A", "B"])
+    section = design.results_section(pilot, done, judge_fresh, __file__)
+    assert judged_on == [[design.arms[arm].run("medium", seed) for arm in "AB" for seed in range(3, 13)]]
+    primary, secondary = section["families"]["primary"]["c"], section["families"]["secondary"]["d"]
+    assert list(primary["judged"]["differences"]) == [float(seed) for seed in range(3, 13)]
+    assert secondary["judged"] is None and secondary["fresh_seeds"] == {"C": [*range(3, 12)], "B": [*range(3, 13)]}
+    one_seed = {run for run in done if run["seed"] < 4}
+    assert design.judged_apart(design.stored(one_seed)) == ([], [])
+    assert design.results_section(pilot, one_seed, None, __file__)["families"]["primary"]["c"]["judged"] is None
+
+
 def test_seeds_needed_agrees_with_the_exact_tests_power():
     for kind, margin in (("greater", None), ("not_less", 0.5)):
         mde = confirmatory.minimum_detectable_effect(kind, 1.0, 10, 1, margin)

@@ -122,6 +122,14 @@ def test_interpretability_grid_has_one_run_per_data_set_encoder_projection_and_s
     assert len(medium) == 2 * 9 * 3 + 9 * 3
 
 
+def test_the_interpretability_pilots_grid_trains_its_designs_fresh_seeds_after_its_own(toy_corpora):
+    fresh = interpretability.design.CONFIRMATORY.fresh_runs()
+    pilot = interpretability.grid("medium", seeds=5)
+    assert pilot[-len(fresh):] == fresh and len(pilot) == 2 * 9 * 5 + 9 * 5 + len(fresh) == len(set(pilot))
+    assert pilot[:-len(fresh)] == [run for run in interpretability.grid("medium", seeds=15) if run["seed"] < 5]
+    assert {run["seed"] for run in interpretability.grid("quick", seeds=5)} == {*range(5)}   # not the pilot's grid
+
+
 def test_interpretability_assembles_the_rows_of_its_runs_and_judges_them(toy_corpora, monkeypatch, one_thread):
     quick = interpretability.SIZES["quick"]
     monkeypatch.setitem(interpretability.SIZES, "quick", replace(quick, tasks={"rotten_tomatoes": replace(

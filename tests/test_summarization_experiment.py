@@ -99,6 +99,15 @@ def test_grid_trains_the_headline_systems_with_every_seed(monkeypatch):
     assert len({run.key for run in runs}) == len(runs)
 
 
+def test_the_pilots_grid_trains_its_designs_fresh_seeds_after_its_own(monkeypatch):
+    monkeypatch.setattr(S, "load_data", lambda sizes: None)
+    fresh = S.design.CONFIRMATORY.fresh_runs()
+    pilot = S.grid("medium", seeds=5)
+    assert pilot[-len(fresh):] == fresh and len(pilot) == 5 * len(S.SYSTEMS) + len(fresh) == len(set(pilot))
+    assert pilot[:-len(fresh)] == [run for run in S.grid("medium", seeds=15) if run["seed"] < 5]
+    assert {run["seed"] for run in S.grid("quick", seeds=5)} == {0}   # not the pilot's grid
+
+
 def test_assembled_results_have_the_runs_of_every_system(monkeypatch, data, one_thread):
     """The shape chapter 11 reads, with the building blocks' numbers; a NaN metric (``None`` as stored)
     makes its mean NaN rather than failing."""

@@ -25,7 +25,8 @@ them after the pilot's own runs when it is the pilot's grid (:meth:`Design.runs_
 their grids: a grid is run code, and changing it changes the code fingerprint of every stored run
 (:mod:`~sparse_tutorial.runs.records`), so each such change is recorded as computing what the old code
 computed (:mod:`~sparse_tutorial.runs.equivalence`). A results file shows what the fresh seeds stored so far
-say (:meth:`Design.section`).
+say (:meth:`Design.section`): the experiment's claims judged on the pilot's seeds and, apart, on the fresh
+seeds (:func:`seed_differences`; :meth:`Design.results_section` for an experiment whose arms are its runs).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import math
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Container, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
@@ -251,6 +252,50 @@ class Design:
                                  "ci95": seed_interval(values) if len(seeds) > 1 else None}
         return {"commit": added_in(module_file), "fresh_seeds": list(self.fresh_seeds), "families": families,
                 "estimation": estimation}
+
+    def stored(self, done: Container[Run]) -> dict[str, list[int]]:
+        """``{arm: [the fresh seeds whose run of it is in done]}`` over :attr:`arms` (:meth:`section`'s
+        ``stored``)."""
+        return {name: [seed for seed in self.fresh_seeds if arm.run(self.profile, seed) in done]
+                for name, arm in self.arms.items()}
+
+    def judged_apart(self, stored: Mapping[str, Sequence[int]]) -> tuple[list[int], list[str]]:
+        """The fresh seeds a results file judges its claims on, apart from the pilot, and the arms it judges
+        them with: the fresh seeds at which every arm of the first training group (the primary family's,
+        trained seed by seed before any other, :meth:`training_groups`) is stored, and the arms stored at
+        every one of those seeds, in :attr:`arms`' order; no seeds and no arms while fewer than two seeds."""
+        first = self.training_groups()[0]
+        seeds = [seed for seed in self.fresh_seeds if all(seed in stored.get(arm, ()) for arm in first)]
+        if len(seeds) < 2:
+            return [], []
+        return seeds, [arm for arm in self.arms if all(seed in stored.get(arm, ()) for seed in seeds)]
+
+    def results_section(self, pilot_claims: Mapping[str, Mapping[str, Any]], done: Container[Run],
+                        judge_fresh: Callable[[list[Run]], Mapping[str, Mapping[str, Any]]],
+                        module_file: str | Path) -> dict[str, Any]:
+        """:meth:`section` of an experiment whose grid is this design's pilot and its fresh runs.
+
+        Args:
+            pilot_claims: the experiment's claims judged on the pilot's seeds (its results file's
+                ``checks["claims"]``, whose ``seed_level`` lists follow :attr:`pilot_seeds`).
+            done: the runs stored so far (the pilot's and the fresh ones).
+            judge_fresh: the experiment's claims judged, by the same function as ``pilot_claims``, on the given
+                runs: those of :meth:`judged_apart`'s arms at its seeds, arm by arm, each seed by seed in
+                order (so that every ``seed_level`` list follows those seeds). Not called while
+                :meth:`judged_apart` has no seeds.
+            module_file: the design module's file.
+
+        The per-seed differences are :func:`seed_differences` of the pilot's claims and of the fresh ones,
+        each fresh claim kept only when every arm it is computed from is among the arms judged.
+        """
+        stored = self.stored(done)
+        seeds, arms = self.judged_apart(stored)
+        judged = [(self.pilot_seeds, pilot_claims)]
+        if seeds:
+            fresh = judge_fresh([self.arms[arm].run(self.profile, seed) for arm in arms for seed in seeds])
+            judged.append((seeds, {claim: entry for claim, entry in fresh.items()
+                                   if claim in self.claims and set(self.claims[claim].arms) <= set(arms)}))
+        return self.section(seed_differences(*judged), stored, module_file)
 
     def describe(self, header: str | None = None) -> str:
         """The design as text: ``header`` (default: the pilot's seeds and how each claim's own sd is used),

@@ -244,17 +244,22 @@ SIZES: dict[str, Sizes] = {
 """The sizes of each profile of :data:`~sparse_tutorial.profiles.PROFILES`."""
 
 
+from sparse_tutorial.experiments.interpretability import design  # noqa: E402 (its arms are the models above)
+
+
 def grid(profile: str, seeds: int) -> list[Run]:
-    """One run per data set × encoder × projection × seed at ``profile`` (kind ``"system"``); loads every
-    corpus first."""
+    """One run per data set × encoder × projection × seed at ``profile`` (kind ``"system"``); then, when
+    these are the pilot of the confirmatory design (:mod:`~sparse_tutorial.experiments.interpretability.design`),
+    its fresh seeds' runs. Loads every corpus first."""
     tasks = SIZES[profile].tasks
     for name, sizes in tasks.items():
         cached_task(name, sizes.n_train)   # before training: a missing corpus fails now
-    return [Run.of("system", profile=profile, task=name, encoder=encoder, projection=projection,
+    runs = [Run.of("system", profile=profile, task=name, encoder=encoder, projection=projection,
                    sparsegen_lambda=sparsegen_lambda, seed=seed)
             for name, sizes in tasks.items() for encoder in sizes.encoders
             for projection, sparsegen_lambda in projection_grid(sizes.sparsegen_lambdas)
             for seed in range(seeds)]
+    return list(dict.fromkeys(runs + design.CONFIRMATORY.runs_extending(profile, seeds)))
 
 
 def execute(run: Run) -> dict[str, Any]:
@@ -296,14 +301,17 @@ def checks(profile: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
     """Chapter 13's results from the runs of :func:`grid`, in its order: ``{"profile_note", "corpus": {data
     set: provenance}, "evaluation_subsets": {data set: its test items' record}, "rows": [train_and_measure's
-    row, without its per-item values], "checks": :func:`checks`}`` (a NaN is ``None``; the per-item values
-    stay in the run records).
+    row, without its per-item values], "checks": :func:`checks`}`` of the seeds ``0 … seeds − 1`` (a NaN is
+    ``None``; the per-item values stay in the run records) and, for the design's pilot, ``checks["design"]``:
+    what the fresh seeds stored so far say (:meth:`~sparse_tutorial.stats.design.Design.results_section`,
+    their claims judged by :func:`~sparse_tutorial.experiments.interpretability.claims.judge`).
 
     Raises:
-        ValueError: the runs of one data set were measured on different test items.
+        ValueError: the runs of one data set (the fresh seeds' too) were measured on different test items.
     """
-    rows = [result["row"] for result in results]
-    corpora = {result["row"]["task"]: result["corpus"] for result in results}
+    pilot = [result for result in results if result["row"]["seed"] < seeds]
+    rows = [result["row"] for result in pilot]
+    corpora = {result["row"]["task"]: result["corpus"] for result in pilot}
     subsets: dict[str, dict[str, Any]] = {}
     for result in results:
         task = result["row"]["task"]
@@ -312,9 +320,15 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
                              f"({subsets[task]['index_sha256'][:12]} and "
                              f"{result['evaluation_subset']['index_sha256'][:12]}); every model of a comparison "
                              "must be measured on the same ones")
-    return {"profile_note": SIZES[profile].note, "corpus": corpora, "evaluation_subsets": subsets,
-            "rows": [{key: value for key, value in row.items() if key != "items"} for row in rows],
-            "checks": checks(profile, rows)}
+    assembled = {"profile_note": SIZES[profile].note, "corpus": corpora, "evaluation_subsets": subsets,
+                 "rows": [{key: value for key, value in row.items() if key != "items"} for row in rows],
+                 "checks": checks(profile, rows)}
+    if design.CONFIRMATORY.runs_extending(profile, seeds):
+        done = dict(zip(runs, results))
+        assembled["checks"]["design"] = design.CONFIRMATORY.results_section(
+            assembled["checks"]["claims"], done, lambda fresh: judge([done[run]["row"] for run in fresh]),
+            design.__file__)
+    return assembled
 
 
 def run(profile: str, seeds: int) -> dict[str, Any]:

@@ -43,7 +43,8 @@ over 15 seeds. Left out: 20 Newsgroups' gradient agreement over all positions, "
 **Runs.** The fresh seeds train every model of the grid (:data:`ARMS`): the 18 of Rotten Tomatoes, every
 seed of them first (about 1.3 hours of one core by the pilot's mean seconds), then the 9 of 20 Newsgroups
 (about 7.0 hours: softmax and sparsemax measure H̃(g_h) on posts of up to 400 tokens): 270 runs, about 8.3
-hours. They are not in the grid yet (:mod:`~sparse_tutorial.stats.design`: *fresh runs*).
+hours. The grid of the pilot (``--profile medium --seeds 5``) trains them after its own
+(:meth:`~sparse_tutorial.stats.design.Design.runs_extending`).
 
 ``python -m sparse_tutorial.stats.confirmatory interpretability`` prints the design (:func:`describe`).
 """

@@ -39,7 +39,8 @@ from torch import Tensor
 
 from sparse_tutorial.data.text import UNK, Vocabulary
 from sparse_tutorial.runs.runner import mean_std, rounded, sweep_experiment
-from sparse_tutorial.experiments.summarization.claims import checks
+from sparse_tutorial.experiments.summarization import design
+from sparse_tutorial.experiments.summarization.claims import Runs, checks, judge
 from sparse_tutorial.experiments.summarization.data import (  # noqa: F401 (part of this module's API)
     Example,
     SummarizationData,
@@ -361,11 +362,14 @@ EXAMPLES = 4
 
 def grid(profile: str, seeds: int) -> list[Run]:
     """One run per trained system and seed: the headline systems (``Sizes.headline``) with seeds
-    ``0 … seeds − 1``, the others with seed 0. Loads the corpus first, so a missing one fails at once."""
+    ``0 … seeds − 1``, the others with seed 0; then, when these are the pilot of the confirmatory design
+    (:mod:`~sparse_tutorial.experiments.summarization.design`), its fresh seeds' runs. Loads the corpus
+    first, so a missing one fails at once."""
     sizes = SIZES[profile]
     load_data(sizes)
-    return [Run.of("system", profile=profile, name=name, seed=seed)
+    runs = [Run.of("system", profile=profile, name=name, seed=seed)
             for name in sizes.systems for seed in range(seeds if name in sizes.headline else 1)]
+    return list(dict.fromkeys(runs + design.CONFIRMATORY.runs_extending(profile, seeds)))
 
 
 def execute(run: Run) -> dict[str, Any]:
@@ -389,30 +393,48 @@ def execute(run: Run) -> dict[str, Any]:
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """The dict that ``book/results/summarization.json`` holds: per system its runs, their mean and standard
-    deviation (a metric that was NaN is ``None`` in its run and NaN in the mean), the Lead baselines,
-    ``examples``: the first :data:`EXAMPLES` test documents with every system's seed-0 summary, and
-    ``checks``: :func:`~sparse_tutorial.experiments.summarization.claims.checks` (``seeds``: the fewest seeds
-    of any system; the mechanism of each intervention; the claims)."""
+    """The dict that ``book/results/summarization.json`` holds, from the runs of seeds ``0 … seeds − 1``: per
+    system its runs, their mean and standard deviation (a metric that was NaN is ``None`` in its run and NaN
+    in the mean), the Lead baselines, ``examples``: the first :data:`EXAMPLES` test documents with every
+    system's seed-0 summary, and ``checks``: :func:`~sparse_tutorial.experiments.summarization.claims.checks`
+    (``seeds``: the fewest seeds of any system; the mechanism of each intervention; the claims) and, for the
+    design's pilot, ``design``: what the fresh seeds stored so far say
+    (:meth:`~sparse_tutorial.stats.design.Design.results_section`, their claims judged by
+    :func:`~sparse_tutorial.experiments.summarization.claims.judge`)."""
     sizes = SIZES[profile]
     data = load_data(sizes)
+    pilot = [(run, result) for run, result in zip(runs, results) if run["seed"] < seeds]
     systems: dict[str, Any] = {}
     own_runs: dict[str, list[dict[str, Any]]] = {}
     examples = [{"document": ex.document, "reference": ex.summary, "summaries": {}} for ex in data.test[:EXAMPLES]]
     for name in sizes.systems:
-        own = [result for run, result in zip(runs, results) if run["name"] == name]  # seeds 0, 1, ... (grid)
+        own = [result for run, result in pilot if run["name"] == name]  # seeds 0, 1, ... (grid)
         for example, summary in zip(examples, own[0]["summaries"]):
             example["summaries"][name] = summary
         own_runs[name] = own
         mean, std = _mean_std([result["metrics"] for result in own])
         systems[name] = {"system": asdict(SYSTEMS[name]), "runs": [result["metrics"] for result in own],
                          "mean": mean, "std": std}
-    return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": _distinct(results, "hardware"),
-            "device": _distinct(results, "device"), "systems": systems,
+    lead = lead_document_rouge_l(data.test)
+    pilot_results = [result for _, result in pilot]
+    judged = checks(own_runs, lead, len(data.test), [len(entry["runs"]) for entry in systems.values()])
+    if design.CONFIRMATORY.runs_extending(profile, seeds):
+        done = dict(zip(runs, results))
+        judged["design"] = design.CONFIRMATORY.results_section(
+            judged["claims"], done, lambda fresh: judge(_per_system(fresh, done), lead), design.__file__)
+    return {"corpus": data.corpus, "sizes": asdict(sizes), "hardware": _distinct(pilot_results, "hardware"),
+            "device": _distinct(pilot_results, "device"), "systems": systems,
             "lead": {name: rounded(scores) for name, scores in lead_baselines(data.test).items()},
-            "examples": examples,
-            "checks": checks(own_runs, lead_document_rouge_l(data.test), len(data.test),
-                             [len(entry["runs"]) for entry in systems.values()])}
+            "examples": examples, "checks": judged}
+
+
+def _per_system(runs: list[Run], done: dict[Run, dict[str, Any]]) -> Runs:
+    """The results of ``runs`` per system (:data:`~sparse_tutorial.experiments.summarization.claims.Runs`),
+    each system's in the order of ``runs``."""
+    grouped: Runs = {}
+    for run in runs:
+        grouped.setdefault(run["name"], []).append(done[run])
+    return grouped
 
 
 def _distinct(results: list[dict[str, Any]], key: str) -> str:

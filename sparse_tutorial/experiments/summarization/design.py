@@ -38,8 +38,9 @@ well below the paper's +1.24.
 
 **Runs.** The fresh seeds train every system of Table V (:data:`ARMS`): the five the primary family needs,
 every seed of them first, then λ = 0.01 and 0.02 (:data:`FRESH_ESTIMATION_ARMS`, so that every row has 15
-seeds): 70 runs, about 3.7 hours of one core by the pilot's mean seconds per system. They are not in the
-grid yet (:mod:`~sparse_tutorial.stats.design`: *fresh runs*).
+seeds): 70 runs, about 3.7 hours of one core by the pilot's mean seconds per system. The grid of the pilot
+(``--profile medium --seeds 5``) trains them after its own
+(:meth:`~sparse_tutorial.stats.design.Design.runs_extending`).
 
 ``python -m sparse_tutorial.stats.confirmatory summarization`` prints the design (:func:`describe`).
 """
