@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from sparse_tutorial.experiments.classification import design
-from sparse_tutorial.experiments.classification.claims import TABLE_2_SCALES, Model, judge
+from sparse_tutorial.experiments.classification.claims import TABLE_2_SCALES, Correct, Model, judge
 from sparse_tutorial.experiments.classification.data import (  # noqa: F401 (part of this module's API)
     TASKS,
     Split,
@@ -58,7 +58,6 @@ from sparse_tutorial.experiments.classification.training import (  # noqa: F401 
 )
 from sparse_tutorial.runs.runner import sweep_experiment
 from sparse_tutorial.runs.sweep import Run
-from sparse_tutorial.stats.design import seed_differences
 from sparse_tutorial.interpret import NEGATIVE, NEUTRAL, POSITIVE, token_scores
 from sparse_tutorial.models.classifier import (
     SUN_LU_VARIANTS,
@@ -314,23 +313,17 @@ def _per_model(plan: Plan, done: dict[Run, dict[str, Any]], key: str) -> dict[Mo
     return grouped
 
 
-def _fresh_claims(profile: str, seeds: int, done: dict[Run, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The claims of :func:`judge` on the design's fresh seeds, for the models of the pilot's grid stored at
-    every one of them (``{}`` until one is)."""
-    fresh = design.FRESH_SEEDS
-    tasks = []
-    for name in SIZES[profile].tasks:
-        num_classes = done[_table_plan(profile, seeds, name)[0][1]]["num_classes"]
-        plan = _table_plan(profile, seeds, name) + _scores_plan(profile, seeds, name, num_classes)
-        models = {(run["variant"], run["scale"], run["vtw_weight"]) for _, run in plan}
-        stored = [model for model in models if all(system_run(profile, name, model[0], model[1], seed, model[2])
-                                                   in done for seed in fresh)]
-        runs = {model: [done[system_run(profile, name, model[0], model[1], seed, model[2])] for seed in fresh]
-                for model in stored}
-        tasks.append((name, num_classes, {model: [r["correct"] for r in found] for model, found in runs.items()},
-                      {model: [r["analysis"] for r in found] for model, found in runs.items()
-                       if model in analysed_models(num_classes)}))
-    return judge(tasks)
+def _judged_runs(runs: list[Run], done: dict[Run, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The claims of :func:`judge` on the results of ``runs`` (each model's runs seed by seed, in order): what
+    :meth:`~sparse_tutorial.stats.design.Design.results_section` judges on the fresh seeds."""
+    tasks: dict[str, tuple[int, Correct, dict[Model, list[Any]]]] = {}
+    for run in runs:
+        result, model = done[run], (run["variant"], run["scale"], run["vtw_weight"])
+        _, correct, analyses = tasks.setdefault(run["task"], (result["num_classes"], {}, {}))
+        correct.setdefault(model, []).append(result["correct"])
+        if "analysis" in result:
+            analyses.setdefault(model, []).append(result["analysis"])
+    return judge([(name, *parts) for name, parts in tasks.items()])
 
 
 def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -363,11 +356,8 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     checks = {"seeds": min(seeds_per_task.values()), "n_test": n_test, "datasets": list(corpora),
               "claims": judge(judged_tasks)}
     if design.CONFIRMATORY.runs_extending(profile, seeds):
-        stored = {name: [seed for seed in design.FRESH_SEEDS if arm.run(profile, seed) in done]
-                  for name, arm in design.ARMS.items()}
-        checks["design"] = design.CONFIRMATORY.section(
-            seed_differences((range(seeds), checks["claims"]), (design.FRESH_SEEDS, _fresh_claims(profile, seeds, done))),
-            stored, design.__file__)
+        checks["design"] = design.CONFIRMATORY.results_section(
+            checks["claims"], done, lambda fresh: _judged_runs(fresh, done), design.__file__)
     return {"profile_note": SIZES[profile].note, "corpus": corpora, "seeds_per_task": seeds_per_task,
             "lambda_table": table, "scores": scores, "checks": checks}
 

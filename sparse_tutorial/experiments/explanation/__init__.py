@@ -37,7 +37,6 @@ from sparse_tutorial.experiments.classification import (
     uniform_attention,
 )
 from sparse_tutorial.experiments.explanation import design
-from sparse_tutorial.stats.design import seed_differences
 from sparse_tutorial.experiments.explanation.claims import checks
 from sparse_tutorial.experiments.interpretability import on_device_of
 from sparse_tutorial.runs.runner import sweep_experiment
@@ -422,11 +421,9 @@ def assemble(profile: str, seeds: int, runs: list[Run], results: list[dict[str, 
     results = {"profile_note": SIZES[profile].note, "corpus": training_task(SIZES[profile].n_train).provenance,
                "evaluation_subset": json.loads(subsets.pop()), **rows, "checks": checks_at(pilot)}
     if design.CONFIRMATORY.runs_extending(profile, seeds):
-        fresh = [seed for seed in trained if seed in design.FRESH_SEEDS]
-        judged = [(pilot, results["checks"]["claims"])] + ([(fresh, checks_at(fresh)["claims"])] if len(fresh) > 1 else [])
-        stored = {name: [seed for seed in design.FRESH_SEEDS if arm.run(profile, seed) in by_run]
-                  for name, arm in design.ARMS.items()}
-        results["checks"]["design"] = design.CONFIRMATORY.section(seed_differences(*judged), stored, design.__file__)
+        results["checks"]["design"] = design.CONFIRMATORY.results_section(
+            results["checks"]["claims"], by_run, lambda fresh: checks_at(sorted({run["seed"] for run in fresh}))["claims"],
+            design.__file__)
     return results
 
 
