@@ -304,3 +304,23 @@ def test_order_arm_trains_every_seed_of_an_arm_first_and_keeps_the_grid_order_in
     assert calls == seed_major
     with pytest.raises(ValueError, match="order must be one of"):
         run_sweep(seed_major, counting([]), progress=False, order="random")
+
+
+def test_stored_only_assembles_a_grid_whose_only_missing_runs_are_its_designs_fresh_runs(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    module = type(sweep)("sparse_tutorial.experiments.fake")
+    module.grid = lambda profile, seeds: GRID
+    module.assemble = lambda profile, seeds, runs, results: {"runs": [run.key for run in runs]}
+    fresh = [GRID[3]]
+    module.design = SimpleNamespace(CONFIRMATORY=SimpleNamespace(arms={"arm": None}, fresh_runs=lambda: fresh))
+    monkeypatch.setitem(__import__("sys").modules, "sparse_tutorial.experiments.fake", module)
+    monkeypatch.setattr(runner, "available", lambda: ["fake"])
+    run_dir = runner.runs_dir("fake", "quick", tmp_path)
+    run_sweep(GRID[:3], counting([]), run_dir=run_dir, progress=False, identity=runner.grid_identity("fake", "quick"))
+    assert runner.partial_grid_experiments() == ["fake"]
+    assembled = runner.sweep_experiment("fake", "quick", 1, stored_only=True, run_dir=run_dir)
+    assert assembled["runs"] == [run.key for run in GRID[:3]] and assembled["grid"]["missing"] == [GRID[3].key]
+    fresh[:] = [GRID[2]]   # GRID[3] is now a pilot run: assembling without it is refused, naming it
+    with pytest.raises(ValueError, match=GRID[3].key):
+        runner.sweep_experiment("fake", "quick", 1, stored_only=True, run_dir=run_dir)

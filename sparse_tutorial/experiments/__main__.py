@@ -16,7 +16,8 @@ longer than one session is trained over several, e.g. on Colab with ``--out`` on
 ``--order arm`` trains every seed of one arm before the next (the default, ``grid``, is the experiment's
 order: seed 0 of every arm first), so that the claims about the first arms can be judged sooner.
 ``--stored-only`` trains nothing and writes the results of the runs stored so far (experiments that judge
-an unfinished grid: a claim whose runs are missing is "not tested", and the file names the missing runs).
+an unfinished grid: a claim whose runs are missing is "not tested"; or whose missing runs are all fresh runs
+of their confirmatory design: its claims are pending), and the file names the missing runs.
 """
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="redo the runs stored by an earlier call")
     parser.add_argument("--stored-only", action="store_true",
                         help="train nothing: write the results of the runs stored so far, naming the missing ones "
-                             "(for experiments that judge an unfinished grid: "
+                             "(for experiments that judge an unfinished grid or whose missing runs are their "
+                             "design's fresh runs: "
                              + ", ".join(partial_grid_experiments()) + ")")
     parser.add_argument("--status", action="store_true",
                         help="only say which runs of the grid are stored and which are still to train, then exit")

@@ -254,17 +254,26 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
 
     With ``stored_only`` nothing trains: the runs stored in ``run_dir`` are assembled as they are, for an
     experiment that judges an unfinished grid (``PARTIAL_GRIDS`` in its module: a claim whose runs are
-    missing is "not tested"), and ``"grid"`` says how many runs are stored and names the missing ones.
+    missing is "not tested") or whose missing runs are all fresh runs of its confirmatory design (a claim
+    of the design is pending until they are stored: :func:`confirmatory_fresh_runs`), and ``"grid"`` says
+    how many runs are stored and names the missing ones.
     """
     module = importlib.import_module(f"sparse_tutorial.experiments.{name}")
     runs = module.grid(profile, seeds)
     run_dir = sweep_options.get("run_dir")
     identity = grid_identity(name, profile, Path(run_dir).parents[1] if run_dir is not None else None)
     if stored_only:
-        if run_dir is None or not getattr(module, "PARTIAL_GRIDS", False):
-            raise ValueError(f"stored_only needs a runs folder and an experiment with PARTIAL_GRIDS, got {name!r}")
+        if run_dir is None or name not in partial_grid_experiments():
+            raise ValueError(f"stored_only needs a runs folder and one of {partial_grid_experiments()}, got {name!r}")
         found = stored_results(runs, run_dir, identity, sweep_options.get("on_stale", "refuse"))
         missing = [run.key for run in dict.fromkeys(runs) if run not in found]
+        if not getattr(module, "PARTIAL_GRIDS", False):
+            fresh = {run.key for run in confirmatory_fresh_runs(name)}
+            unfinished = [key for key in missing if key not in fresh]
+            if unfinished:
+                raise ValueError(f"--stored-only assembles {name!r} only when every missing run is a fresh run of "
+                                 f"its design; {len(unfinished)} others are missing, e.g. {unfinished[0]}: run the "
+                                 "command without it to train them")
         runs = [run for run in runs if run in found]
         assembled = module.assemble(profile, seeds, runs, [found[run] for run in runs])
         assembled["grid"] = {"runs": len(found) + len(missing), "stored": len(found), "missing": missing}
@@ -286,11 +295,21 @@ def sweep_experiment(name: str, profile: str, seeds: int, progress: bool = False
     return assembled
 
 
+def confirmatory_fresh_runs(name: str) -> list[Run]:
+    """The fresh runs of experiment ``name``'s confirmatory design (``design.CONFIRMATORY`` in its package,
+    when the design names its arms: :meth:`~sparse_tutorial.stats.design.Design.fresh_runs`), else none."""
+    design = getattr(importlib.import_module(f"sparse_tutorial.experiments.{name}"), "design", None)
+    confirmatory = getattr(design, "CONFIRMATORY", None)
+    return confirmatory.fresh_runs() if confirmatory is not None and confirmatory.arms else []
+
+
 def partial_grid_experiments() -> list[str]:
-    """The experiments that judge an unfinished grid (``PARTIAL_GRIDS`` in their module), which
-    ``--stored-only`` can assemble."""
+    """The experiments whose unfinished grid ``--stored-only`` can assemble: those that judge one
+    (``PARTIAL_GRIDS`` in their module) and those whose grid extends a pilot with a confirmatory design's
+    fresh runs (:func:`confirmatory_fresh_runs`; only those may be missing)."""
     return [name for name in available()
-            if getattr(importlib.import_module(f"sparse_tutorial.experiments.{name}"), "PARTIAL_GRIDS", False)]
+            if getattr(importlib.import_module(f"sparse_tutorial.experiments.{name}"), "PARTIAL_GRIDS", False)
+            or confirmatory_fresh_runs(name)]
 
 
 def grid_status(name: str, profile: str, seeds: int, directory: Path | None = None) -> dict[str, list[str]]:
