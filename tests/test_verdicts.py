@@ -4,8 +4,8 @@ import pytest
 
 from sparse_tutorial.stats.design import Arm, Design, DesignedClaim
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_table, markdown_escaped,
-                                            markdown_table, number_text, verdicts_in_brief)
+from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_agrees, design_table,
+                                            markdown_escaped, markdown_table, number_text, verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -89,3 +89,17 @@ def test_design_table_shows_verdicts_with_their_interval_pending_claims_and_esti
     assert secondary["verdict"] == "pending (5/10 fresh seeds)" and secondary["ours"] == "" and secondary["p"] is None
     assert estimated["family"] == "estimation" and estimated["verdict"] == "—" and estimated["fresh seeds"] == 3
     assert estimated["ours"].startswith("+0 [")
+
+
+def test_design_agrees_checks_each_verdict_against_its_interval_and_its_seeds():
+    claims = {"c": DesignedClaim.from_pilot("A", "B", "greater", "primary", "points", ("A", "B"), (1.0, 2.0, 3.0))}
+    design = Design(claims, "medium", (0, 1, 2), tuple(range(3, 13)), arms={"A": Arm("system", {}, 1.0),
+                                                                           "B": Arm("system", {}, 1.0)})
+    section = design.section({"c": {s: 2.0 + 0.1 * s for s in range(13)}}, {}, __file__)
+    assert design_agrees(section) and design_agrees(design.section({}, {}, __file__))
+    judged = section["families"]["primary"]["c"]["judged"]
+    assert not design_agrees({**section, "fresh_seeds": section["fresh_seeds"][:9]})
+    judged["verdict"] = "?"
+    assert not design_agrees(section)
+    judged["verdict"], judged["interval"] = "?", (None, None)   # unbounded both ways: undecided
+    assert design_agrees(section)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sparse_tutorial.stats.confirmatory import verdict_from_interval
 from sparse_tutorial.stats.inference import VERDICTS
 
 VERDICT_ORDER = VERDICTS
@@ -115,6 +116,24 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
                      "p": None, "power": None, "detectable": "", "fresh seeds": len(
                          [seed for seed in entry["seeds"] if seed in section["fresh_seeds"]])})
     return rows
+
+
+def design_agrees(section: dict[str, Any]) -> bool:
+    """Whether every verdict of a results file's design section (``checks["design"]``) is the one its
+    interval gives (:func:`~sparse_tutorial.stats.confirmatory.verdict_from_interval`) and rests on all of
+    the design's fresh seeds, no more and no fewer."""
+    for family in ("primary", "secondary"):
+        for entry in section["families"][family].values():
+            judged = entry["judged"]
+            if judged is None:
+                continue
+            if len(judged["differences"]) != len(section["fresh_seeds"]):
+                return False
+            low, high = judged["interval"]   # an unbounded end may be stored as null
+            bounds = (-np.inf if low is None else low, np.inf if high is None else high)
+            if judged["verdict"] != verdict_from_interval(entry["kind"], bounds, entry["margin"]):
+                return False
+    return True
 
 
 def design_in_brief(section: dict[str, Any], digits: int = 3) -> str:
