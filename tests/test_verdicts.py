@@ -4,8 +4,9 @@ import pytest
 
 from sparse_tutorial.stats.design import Arm, Design, DesignedClaim
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
-from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_agrees, design_table,
-                                            markdown_escaped, markdown_table, number_text, verdicts_in_brief)
+from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_agrees, design_summary,
+                                            design_table, markdown_escaped, markdown_table, number_text,
+                                            verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
 
@@ -103,3 +104,16 @@ def test_design_agrees_checks_each_verdict_against_its_interval_and_its_seeds():
     assert not design_agrees(section)
     judged["verdict"], judged["interval"] = "?", (None, None)   # unbounded both ways: undecided
     assert design_agrees(section)
+
+
+def test_design_summary_counts_each_family_and_names_the_claims_the_fresh_seeds_changed():
+    claims = {name: DesignedClaim.from_pilot("A", "B", "greater", family, "points", ("A", "B"), (1.0, 2.0, 3.0))
+              for name, family in (("c", "primary"), ("d", "primary"), ("e", "secondary"))}
+    design = Design(claims, "medium", (0, 1, 2), tuple(range(3, 13)), arms={"A": Arm("system", {}, 1.0),
+                                                                           "B": Arm("system", {}, 1.0)})
+    section = design.section({"c": {s: 2.0 for s in range(3, 13)}, "d": {s: -2.0 for s in range(3, 13)}}, {},
+                             __file__)
+    pilot = {"c": {"verdict": "✓"}, "d": {"verdict": "?"}, "e": {"verdict": "?"}}
+    assert design_summary(section, pilot).splitlines() == [
+        "- **primary** (2 claims): 1 ✗, 1 ✓", "- **secondary** (1 claim): none judged yet",
+        "- *d*: ? on the pilot's seeds, ✗ on the fresh ones"]

@@ -112,7 +112,8 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
                          "fresh seeds": fresh})
     for name, entry in section["estimation"].items():
         rows.append({"family": "estimation", "claim": name, "verdict": "—",
-                     "ours": "" if entry["mean"] is None else number_text(entry["mean"], spec) + interval(entry["ci95"]),
+                     "ours": "" if entry["mean"] is None
+                     else number_text(entry["mean"], spec) + interval(entry["ci95"]),
                      "p": None, "power": None, "detectable": "", "fresh seeds": len(
                          [seed for seed in entry["seeds"] if seed in section["fresh_seeds"]])})
     return rows
@@ -134,6 +135,29 @@ def design_agrees(section: dict[str, Any]) -> bool:
             if judged["verdict"] != verdict_from_interval(entry["kind"], bounds, entry["margin"]):
                 return False
     return True
+
+
+def design_summary(section: dict[str, Any], pilot_claims: dict[str, dict[str, Any]]) -> str:
+    """Markdown lines on a design section: per family the count of each verdict on the fresh seeds and of
+    the claims still pending, then every judged claim whose verdict differs from the pilot's (its entry in
+    ``pilot_claims``, the results file's ``checks["claims"]``), contradictions of the paper first."""
+    lines = []
+    changed = []
+    for family in ("primary", "secondary"):
+        entries = section["families"][family]
+        judged = [entry["judged"]["verdict"] for entry in entries.values() if entry["judged"] is not None]
+        counts = ", ".join(f"{judged.count(mark)} {mark}" for mark in ("✗", "✓", "?") if mark in judged)
+        pending = len(entries) - len(judged)
+        claims = f"{len(entries)} claim{'' if len(entries) == 1 else 's'}"
+        lines.append(f"- **{family}** ({claims}): " + (counts or "none judged yet")
+                     + (f", {pending} pending" if pending and judged else ""))
+        changed += [(entry["judged"]["verdict"], name) for name, entry in entries.items()
+                    if entry["judged"] is not None and name in pilot_claims
+                    and entry["judged"]["verdict"] != pilot_claims[name]["verdict"]]
+    order = {mark: rank for rank, mark in enumerate(VERDICT_ORDER)}
+    lines += [f"- *{markdown_escaped(name)}*: {pilot_claims[name]['verdict']} on the pilot's seeds, {fresh} on the "
+              "fresh ones" for fresh, name in sorted(changed, key=lambda pair: order[pair[0]])]
+    return "\n".join(lines)
 
 
 def design_in_brief(section: dict[str, Any], digits: int = 3) -> str:
