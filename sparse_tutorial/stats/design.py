@@ -254,7 +254,7 @@ class Design:
                 "estimation": estimation}
 
     def stored(self, done: Container[Run]) -> dict[str, list[int]]:
-        """``{arm: [the fresh seeds whose run of it is in done]}`` over :attr:`arms` (:meth:`section`'s
+        """``{arm: [the fresh seeds whose run of it is in done]}`` over ``arms`` (:meth:`section`'s
         ``stored``)."""
         return {name: [seed for seed in self.fresh_seeds if arm.run(self.profile, seed) in done]
                 for name, arm in self.arms.items()}
@@ -263,7 +263,7 @@ class Design:
         """The fresh seeds a results file judges its claims on, apart from the pilot, and the arms it judges
         them with: the fresh seeds at which every arm of the first training group (the primary family's,
         trained seed by seed before any other, :meth:`training_groups`) is stored, and the arms stored at
-        every one of those seeds, in :attr:`arms`' order; no seeds and no arms while fewer than two seeds."""
+        every one of those seeds, in ``arms``' order; no seeds and no arms while fewer than two seeds."""
         first = self.training_groups()[0]
         seeds = [seed for seed in self.fresh_seeds if all(seed in stored.get(arm, ()) for arm in first)]
         if len(seeds) < 2:
@@ -277,7 +277,7 @@ class Design:
 
         Args:
             pilot_claims: the experiment's claims judged on the pilot's seeds (its results file's
-                ``checks["claims"]``, whose ``seed_level`` lists follow :attr:`pilot_seeds`).
+                ``checks["claims"]``, whose ``seed_level`` lists follow ``pilot_seeds``).
             done: the runs stored so far (the pilot's and the fresh ones).
             judge_fresh: the experiment's claims judged, by the same function as ``pilot_claims``, on the given
                 runs: those of :meth:`judged_apart`'s arms at its seeds, arm by arm, each seed by seed in
