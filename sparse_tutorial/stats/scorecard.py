@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sparse_tutorial.stats.design import FAMILIES
 from sparse_tutorial.stats.verdicts import claims_table
 
 
@@ -64,7 +65,7 @@ def confirmatory_verdict(design: dict[str, Any] | None, claim: str) -> str:
     estimation-only claim, and ``""`` when the file has no design or the design leaves the claim out."""
     if design is None:
         return ""
-    for family in ("primary", "secondary"):
+    for family in FAMILIES:
         if claim in design["families"][family]:
             judged = design["families"][family][claim]["judged"]
             return "pending" if judged is None else judged["verdict"]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from sparse_tutorial.stats.confirmatory import verdict_from_interval
+from sparse_tutorial.stats.design import FAMILIES
 from sparse_tutorial.stats.inference import VERDICTS
 
 VERDICT_ORDER = VERDICTS
@@ -39,14 +40,21 @@ def number_text(value: float, spec: str) -> str:
     return text
 
 
+def bounds_text(low: float | None, high: float | None, spec: str) -> str:
+    """``"[+0.1, +0.7]"``: an interval's ends formatted by ``spec``; an unbounded end (infinite, or ``None`` as
+    a results file stores it) is ``−∞``/``+∞``."""
+    def end(bound: float | None, infinite: str) -> str:
+        return infinite if bound is None or np.isinf(bound) else number_text(bound, spec)
+    return f"[{end(low, '−∞')}, {end(high, '+∞')}]"
+
+
 def interval_text(entry: dict[str, Any], spec: str = "+.2g", scale: float = 1.0) -> str:
     """The interval beside a judged claim's verdict, ``"[+0.1, +0.7]"`` (``ci_holm``; an unbounded side is
     ``−∞``/``+∞``), or ``""`` when the claim was not tested."""
     interval = entry.get("ci_holm")
     if interval is None:
         return ""
-    low, high = (None if bound is None else scale * bound for bound in interval)
-    return f"[{'−∞' if low is None else number_text(low, spec)}, {'+∞' if high is None else number_text(high, spec)}]"
+    return bounds_text(*(None if bound is None else scale * bound for bound in interval), spec)
 
 
 def detectable_text(entry: dict[str, Any], spec: str = ".2g", scale: float = 1.0, unit: str = "") -> str:
@@ -91,14 +99,10 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
     spec = f"+.{digits}g"
 
     def interval(bounds: Any) -> str:
-        if bounds is None:
-            return ""
-        low, high = bounds
-        return (f" [{'−∞' if low is None or low == -np.inf else number_text(low, spec)}, "
-                f"{'+∞' if high is None or high == np.inf else number_text(high, spec)}]")
+        return "" if bounds is None else " " + bounds_text(*bounds, spec)
 
     rows = []
-    for family in ("primary", "secondary"):
+    for family in FAMILIES:
         for name, entry in section["families"][family].items():
             judged = entry["judged"]
             fresh = min(len(seeds) for seeds in entry["fresh_seeds"].values())
@@ -123,7 +127,7 @@ def design_agrees(section: dict[str, Any]) -> bool:
     """Whether every verdict of a results file's design section (``checks["design"]``) is the one its
     interval gives (:func:`~sparse_tutorial.stats.confirmatory.verdict_from_interval`) and rests on all of
     the design's fresh seeds, no more and no fewer."""
-    for family in ("primary", "secondary"):
+    for family in FAMILIES:
         for entry in section["families"][family].values():
             judged = entry["judged"]
             if judged is None:
@@ -143,7 +147,7 @@ def design_summary(section: dict[str, Any], pilot_claims: dict[str, dict[str, An
     ``pilot_claims``, the results file's ``checks["claims"]``), contradictions of the paper first."""
     lines = []
     changed = []
-    for family in ("primary", "secondary"):
+    for family in FAMILIES:
         entries = section["families"][family]
         judged = [entry["judged"]["verdict"] for entry in entries.values() if entry["judged"] is not None]
         counts = ", ".join(f"{judged.count(mark)} {mark}" for mark in ("✗", "✓", "?") if mark in judged)
