@@ -26,7 +26,11 @@ batches depends on its seed and the epoch only.
 Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are written all at once
 (:func:`~sparse_tutorial.atomic.atomic_write_bytes`), so a kill or a full disk mid-write leaves the previous
 one intact. The file is one header line ``sparse_tutorial checkpoint v1 sha256=<hex>`` followed by the
-``torch.save`` bytes; loading checks the SHA-256, so a truncated or bit-flipped file is refused. Each holds
+``torch.save`` bytes; loading checks the SHA-256, so a truncated or bit-flipped file is refused. The hash
+proves integrity, not authorship (whoever can write the file can write a matching hash), so the bytes are
+read with ``torch.load(weights_only=True)``: tensors, numbers, strings and containers only, never an object
+whose unpickling runs code. Every state the loop saves is made of those (NumPy's generator state is stored as
+a tensor); a file that needs anything else is refused, named, and never executed. Each holds
 the run's :func:`run_fingerprint` -- the configuration (all but ``epochs``, ``device``, ``progress`` and
 ``checkpoint_path``, which may change when a run is resumed), the model's parameter names and shapes, and a
 SHA-256 of the tensors of epoch 0's batches -- and :func:`train` refuses to resume a checkpoint whose
@@ -47,6 +51,7 @@ import dataclasses
 import hashlib
 import io
 import math
+import pickle
 import random
 import time
 from dataclasses import dataclass, field
@@ -232,7 +237,13 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     if header[len(CHECKPOINT_HEADER):] != hashlib.sha256(body).hexdigest().encode():
         raise CheckpointError(f"checkpoint {path} is corrupt (truncated or changed on disk: its SHA-256 differs "
                               f"from the one recorded when it was written); delete it to train from scratch")
-    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+    try:
+        return torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CheckpointError(f"checkpoint {path} holds more than tensors, numbers and containers, so reading it "
+                              f"could run code, and it is refused ({reason}); it was not written by this version "
+                              f"of sparse_tutorial: delete it to train from scratch") from None
 
 
 @dataclass
@@ -273,14 +284,18 @@ def _checkpoint_path(config: TrainConfig) -> Path | None:
 
 
 def _generator_states() -> dict[str, Any]:
-    return {"rng": torch.get_rng_state(), "python_rng": random.getstate(), "numpy_rng": np.random.get_state()}
+    """The generators' states in types that :func:`load_checkpoint` reads without unpickling objects: NumPy's
+    ``(name, keys, position, has_gauss, gauss)`` with its ``uint32`` keys as an int64 tensor."""
+    name, keys, position, has_gauss, gauss = np.random.get_state()
+    return {"rng": torch.get_rng_state(), "python_rng": random.getstate(),
+            "numpy_rng": (name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss)}
 
 
 def _restore_generators(checkpoint: dict[str, Any]) -> None:
     torch.set_rng_state(checkpoint["rng"])
-    if "python_rng" in checkpoint:  # checkpoints written before they were stored hold the torch state only
-        random.setstate(checkpoint["python_rng"])
-        np.random.set_state(checkpoint["numpy_rng"])
+    random.setstate(checkpoint["python_rng"])
+    name, keys, position, has_gauss, gauss = checkpoint["numpy_rng"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, gauss))
 
 
 def _tensors_sha256(batches: Iterable[Any]) -> str:
