@@ -2,6 +2,13 @@
 
 Every check raises an error that names the offending argument, so a wrong call is fixed from the message
 alone; every one takes the tensor first and its name second. Nothing here is part of the public API.
+
+Checks of shapes and dtypes cost nothing and run everywhere. Checks of *values* (NaN or ``+inf`` scores, an
+α below 1) run only where reading a value is free, :func:`values_readable`: eagerly on the CPU. On a GPU
+reading one waits for the device (a host–device sync), under ``torch.compile`` it breaks the graph, and
+inside ``torch.func`` transforms (``vmap``, ``jacrev``) it is impossible; there the code paths are static
+and a bad value propagates instead: the slice it is in comes out NaN, as with ``torch.softmax``. It is never
+a plausible wrong number.
 """
 from __future__ import annotations
 
@@ -12,6 +19,14 @@ import torch
 from torch import Tensor
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def values_readable(tensor: Tensor) -> bool:
+    """Whether code may branch on ``tensor``'s values, or raise on them, at no cost: eagerly on the CPU, outside
+    ``torch.compile`` and ``torch.func`` transforms (module docstring)."""
+    if torch.compiler.is_compiling():
+        return False
+    return tensor.device.type == "cpu" and not torch._C._are_functorch_transforms_active()
 
 
 def check_floating(tensor: Tensor, name: str, dim: Optional[int] = None) -> None:
@@ -37,8 +52,9 @@ def compute_dtype(tensor: Tensor) -> Tensor:
 
 
 def check_row_max(row_max: Tensor, name: str) -> None:
-    """Raise if a row maximum reveals a NaN (max propagates NaN) or a +inf in the scores."""
-    if bool((row_max < math.inf).all()):  # one check (and one device sync) in the common case
+    """Raise if a row maximum reveals a NaN (max propagates NaN) or a +inf in the scores, where the values are
+    readable (:func:`values_readable`; elsewhere such a row comes out NaN)."""
+    if not values_readable(row_max) or bool((row_max < math.inf).all()):  # one check in the common case
         return
     if torch.isnan(row_max).any():
         raise ValueError(f"{name} contain NaN; a projection of NaN scores is undefined")

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from sparse_tutorial._validation import check_mask, check_query_keys, check_shape
 from sparse_tutorial.projections import Projection, alpha_entmax, get_projection
@@ -224,127 +225,165 @@ class LocalPAttention(nn.Module):
         return f"half_window={self.half_window}, renormalize={self.renormalize}"
 
 
-def _additive_mask(mask: Tensor | None, name: str, dtype: torch.dtype) -> Tensor | None:
-    """A torch-convention mask as scores to add: boolean True = may not attend (→ −inf), or float (added as
-    it is), as ``torch.nn.MultiheadAttention`` reads ``key_padding_mask`` and ``attn_mask``."""
+def _additive_mask(mask: Tensor | None, name: str, dtype: torch.dtype, keep: bool = False) -> Tensor | None:
+    """A torch-convention mask as scores to add: boolean (→ 0 or −inf) or floating point (added as it is).
+
+    A boolean mask marks with True the positions that may *not* be attended to, as
+    ``torch.nn.MultiheadAttention`` reads ``key_padding_mask`` and ``attn_mask``, or with ``keep=True`` those
+    that *may*, as ``torch.nn.functional.scaled_dot_product_attention`` reads ``attn_mask``. Any other dtype
+    is refused, as torch refuses it (an integer mask of 0s and 1s added to the scores would put the weight
+    on the masked keys).
+    """
     if mask is None:
         return None
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"{name} must be a tensor, got {type(mask).__name__}")
     if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
+        blocked = ~mask if keep else mask
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(blocked, float("-inf"))
     if not mask.is_floating_point():
-        raise TypeError(f"{name} must be boolean (True = may not attend) or floating point (added to the "
-                        f"scores), as in torch.nn.MultiheadAttention; got dtype {mask.dtype}")
+        meaning = "may attend" if keep else "may not attend"
+        raise TypeError(f"{name} must be boolean (True = {meaning}) or floating point (added to the scores), as "
+                        f"in torch; got dtype {mask.dtype}")
     return mask.to(dtype)
+
+
+def _as_projection(projection: str | float | Projection | nn.Module) -> Projection | nn.Module:
+    """What :func:`scaled_dot_product_attention` takes as a projection, resolved: a number α is α-entmax."""
+    if isinstance(projection, (int, float)) and not isinstance(projection, bool):
+        return functools.partial(alpha_entmax, alpha=float(projection))
+    return _resolve_projection(projection, {})
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False,
                                  projection: str | float | Projection | nn.Module = "softmax",
                                  return_weights: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """``torch.nn.functional.scaled_dot_product_attention`` with any projection: how to put sparsemax, entmax
     or a learned α into a Transformer.
 
-    The arguments mean what torch's mean: ``attn_mask`` is boolean with True = *may* attend (torch's
-    convention for this function, the opposite of ``nn.MultiheadAttention``'s) or float (added to the
-    scores); ``is_causal`` applies the causal mask (and cannot be combined with ``attn_mask``); ``scale``
-    defaults to ``1/√E``; dropout with ``dropout_p`` is applied to the weights, as torch does, whenever it
-    is > 0. With ``projection="softmax"`` the output equals torch's, except that a query whose every key is
-    masked gets zero weights and a zero output, not NaN.
+    The arguments before ``projection`` are torch's, in its order, and mean what torch's mean: ``attn_mask``
+    is boolean with True = *may* attend (torch's convention for this function, the opposite of
+    ``nn.MultiheadAttention``'s) or float (added to the scores), any other dtype is refused; ``is_causal``
+    applies the causal mask (and cannot be combined with ``attn_mask``); ``scale`` defaults to ``1/√E``;
+    ``enable_gqa`` lets ``key`` and ``value`` have fewer heads than ``query`` (grouped-query attention: each
+    key head serves ``H_q / H_kv`` consecutive query heads); dropout with ``dropout_p`` is applied to the
+    weights, as torch does, whenever it is > 0. With ``projection="softmax"`` the output equals torch's, except
+    that a query whose every key is masked gets zero weights and a zero output, not NaN.
 
     Args:
-        query: ``(..., tgt_len, E)``.
-        key: ``(..., src_len, E)``.
-        value: ``(..., src_len, E_v)``.
+        query: ``(..., H_q, tgt_len, E)`` (the head dimension only matters with ``enable_gqa``).
+        key: ``(..., H_kv, src_len, E)``.
+        value: ``(..., H_kv, src_len, E_v)``.
         projection: a name of :data:`~sparse_tutorial.projections.registry.PROJECTIONS` (``"softmax"``,
             ``"sparsemax"``, ``"entmax15"`` ...), a number α ≥ 1 (α-entmax), a function ``fn(scores, dim)`` or
             a module projecting the last dimension (e.g. a learnable ``AlphaEntmax``).
-        return_weights: also return the weights (before dropout), ``(..., tgt_len, src_len)``.
+        return_weights: also return the weights (before dropout), ``(..., H_q, tgt_len, src_len)``.
 
     Returns:
-        ``(..., tgt_len, E_v)``, and the weights with ``return_weights``.
+        ``(..., H_q, tgt_len, E_v)``, and the weights with ``return_weights``.
     """
     if is_causal and attn_mask is not None:
         raise ValueError("pass either attn_mask or is_causal, not both (as torch's scaled_dot_product_attention)")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    if enable_gqa:
+        if query.dim() < 3 or key.dim() < 3 or query.shape[-3] % key.shape[-3]:
+            raise ValueError(f"enable_gqa needs query (..., H_q, L, E) and key (..., H_kv, S, E) with H_q a "
+                             f"multiple of H_kv; got query {tuple(query.shape)} and key {tuple(key.shape)}")
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = key.repeat_interleave(groups, -3), value.repeat_interleave(groups, -3)
     tgt_len, src_len = query.shape[-2], key.shape[-2]
     scores = query @ key.transpose(-2, -1) * (scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
     if is_causal:
         attn_mask = torch.ones(tgt_len, src_len, dtype=torch.bool, device=query.device).tril()
-    if attn_mask is not None:
-        scores = (scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-                  else scores + attn_mask.to(scores.dtype))
-    if isinstance(projection, (int, float)) and not isinstance(projection, bool):
-        projection = functools.partial(alpha_entmax, alpha=float(projection))
-    weights = _project(_resolve_projection(projection, {}), scores)
+    added = _additive_mask(attn_mask, "attn_mask", scores.dtype, keep=True)
+    if added is not None:
+        scores = scores + added
+    weights = _project(_as_projection(projection), scores)
     dropped = nn.functional.dropout(weights, dropout_p) if dropout_p > 0 else weights
     output = dropped @ value
     return (output, weights) if return_weights else output
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention (Vaswani et al. 2017) with any projection, a drop-in for
-    ``torch.nn.MultiheadAttention``.
+    """``torch.nn.MultiheadAttention`` with any projection (Vaswani et al. 2017):
 
         head_r = projection(Q W_r^Q (K W_r^K)ᵀ / √d_k) V W_r^V,   output = [head_1; …; head_{n_h}] W^O
 
-    Its arguments mean what torch's mean: ``batch_first`` (default False: ``(len, batch, embed_dim)``),
-    ``key_padding_mask`` and ``attn_mask`` (boolean True = may *not* attend, or float masks added to the
-    scores), ``need_weights``, ``average_attn_weights`` (default True: the weights averaged over the heads)
-    and ``is_causal`` (a hint that ``attn_mask`` is the causal mask, which must then be given). With
-    ``projection="softmax"`` it computes what ``torch.nn.MultiheadAttention`` computes (:meth:`from_torch`
-    copies the weights of one), except that a row whose every key is masked gets zero weights, not NaN.
-    The weights are returned before dropout.
+    Everything but the projection is torch's, so it drops into code written for torch's module (as
+    ``self_attn`` of ``nn.TransformerEncoderLayer``, say):
+
+    * the constructor takes torch's arguments in torch's order (``embed_dim, num_heads, dropout, bias,
+      add_bias_kv, add_zero_attn, kdim, vdim, batch_first, device, dtype``), then ``projection`` by keyword;
+    * the parameters are torch's, with torch's names, layout and initialisation (torch builds them), so a
+      torch module's ``state_dict`` loads, and the same seed gives the same weights;
+    * ``forward`` takes torch's arguments with their meaning: ``batch_first`` layouts, unbatched
+      ``(len, embed_dim)`` input, ``key_padding_mask`` and ``attn_mask`` (boolean True = may *not* attend, or
+      float masks added to the scores; other dtypes are refused), ``need_weights``, ``average_attn_weights``
+      and ``is_causal`` (a hint that ``attn_mask`` is the causal mask, which must then be given).
+
+    With ``projection="softmax"`` it computes what torch's module computes, except that a row whose every key
+    is masked gets zero weights, not NaN. The weights are returned before dropout.
+
+    torch's Transformer layers skip ``self_attn.forward`` in inference when they can and run fused C++
+    kernels of softmax attention instead; they look at ``self_attn._qkv_same_embed_dim`` to decide. That
+    attribute is therefore ``False`` here, always: every call runs this module's projection
+    (``packed_in_projection`` says whether q, k and v share torch's packed ``in_proj_weight``).
 
     Args:
-        embed_dim: model size; must be divisible by ``num_heads``.
-        num_heads: number of heads ``n_h``; each has size ``d_k = embed_dim // num_heads``.
+        embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim, batch_first, device,
+            dtype: as in ``torch.nn.MultiheadAttention``.
         projection: as for :class:`Attention`; e.g. ``AlphaEntmax(1.5, learnable=True,
             alpha_shape=(num_heads, 1, 1))`` learns one α per head (Correia et al. 2019).
-        dropout: dropout probability on the attention weights (training only).
-        bias: whether the four linear maps have biases.
-        batch_first: inputs and output are ``(batch, len, embed_dim)`` rather than ``(len, batch, embed_dim)``.
         **projection_kwargs: as for :class:`Attention`.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, projection: str | Projection | nn.Module = "softmax",
-                 dropout: float = 0.0, bias: bool = True, batch_first: bool = False,
+    _qkv_same_embed_dim = False
+    """torch's switch for its fused softmax kernels (class docstring): never, here."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None, *, projection: str | Projection | nn.Module = "softmax",
                  **projection_kwargs: float | bool | torch.Generator) -> None:
         super().__init__()
-        if embed_dim % num_heads != 0:
+        if embed_dim % num_heads != 0:  # torch's own check is an AssertionError
             raise ValueError(f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
-        self.embed_dim, self.num_heads, self.batch_first = embed_dim, num_heads, batch_first
-        self.head_dim = embed_dim // num_heads
-        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        # torch builds the parameters (names, layout, initialisation, and its checks of the arguments)
+        reference = nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim,
+                                          vdim, batch_first, device=device, dtype=dtype)
+        for name, parameter in reference._parameters.items():
+            self.register_parameter(name, parameter)
+        if not add_bias_kv:  # plain None attributes then, as in torch
+            self.bias_k = self.bias_v = None
+        self.out_proj = reference.out_proj
+        self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, reference.head_dim
+        self.kdim, self.vdim, self.dropout = reference.kdim, reference.vdim, dropout
+        self.batch_first, self.add_zero_attn = batch_first, add_zero_attn
+        self.packed_in_projection: bool = reference._qkv_same_embed_dim
         self.projection_name = _projection_name(projection)
         self.projection = _resolve_projection(projection, projection_kwargs)
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention, projection: str | Projection | nn.Module = "softmax",
                    **projection_kwargs: float | bool | torch.Generator) -> MultiHeadAttention:
-        """A :class:`MultiHeadAttention` with the weights (copied) and the ``batch_first`` of ``module``.
+        """A :class:`MultiHeadAttention` configured as ``module`` (every constructor argument, the device and the
+        dtype) with a copy of its weights."""
+        weight = module.out_proj.weight
+        copy = cls(module.embed_dim, module.num_heads, module.dropout, module.in_proj_bias is not None,
+                   module.bias_k is not None, module.add_zero_attn, module.kdim, module.vdim, module.batch_first,
+                   device=weight.device, dtype=weight.dtype, projection=projection, **projection_kwargs)
+        copy.load_state_dict(module.state_dict())
+        return copy
 
-        Supports the standard configuration: equal query/key/value sizes, no ``add_bias_kv``, no
-        ``add_zero_attn``.
-        """
-        if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
-            raise ValueError("module must use kdim = vdim = embed_dim, add_bias_kv=False, add_zero_attn=False")
-        has_bias = module.in_proj_bias is not None
-        copy = cls(module.embed_dim, module.num_heads, projection, dropout=module.dropout, bias=has_bias,
-                   batch_first=module.batch_first, **projection_kwargs)
-        with torch.no_grad():
-            for proj, weight in zip((copy.q_proj, copy.k_proj, copy.v_proj), module.in_proj_weight.chunk(3)):
-                proj.weight.copy_(weight)
-            copy.out_proj.weight.copy_(module.out_proj.weight)
-            if has_bias:
-                for proj, bias in zip((copy.q_proj, copy.k_proj, copy.v_proj), module.in_proj_bias.chunk(3)):
-                    proj.bias.copy_(bias)
-                copy.out_proj.bias.copy_(module.out_proj.bias)
-        return copy.to(module.in_proj_weight.device, module.in_proj_weight.dtype)
+    def _in_projections(self) -> tuple[tuple[Tensor, Tensor, Tensor], tuple[Tensor | None, ...]]:
+        """The weights and biases that map query, key and value to the heads' inputs."""
+        weights = (self.in_proj_weight.chunk(3) if self.packed_in_projection
+                   else (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight))
+        biases = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
+        return weights, biases
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """``(batch, len, embed_dim) -> (batch, heads, len, head_dim)``."""
@@ -357,11 +396,12 @@ class MultiHeadAttention(nn.Module):
         """Attend from every target position over every source position, as ``torch.nn.MultiheadAttention``.
 
         Args:
-            query: ``(tgt_len, batch, embed_dim)``, or ``(batch, tgt_len, embed_dim)`` with ``batch_first``.
-            key: ``(src_len, batch, embed_dim)``, or ``(batch, src_len, embed_dim)`` with ``batch_first``.
-            value: the shape of ``key``; defaults to ``key``.
-            key_padding_mask: ``(batch, src_len)``, boolean True = padding (may not be attended to), or float
-                (added to the scores).
+            query: ``(tgt_len, batch, embed_dim)``, ``(batch, tgt_len, embed_dim)`` with ``batch_first``, or
+                unbatched ``(tgt_len, embed_dim)``.
+            key: ``(src_len, batch, kdim)``, ``(batch, src_len, kdim)`` with ``batch_first``, or ``(src_len, kdim)``.
+            value: the layout of ``key`` with ``vdim``; defaults to ``key``.
+            key_padding_mask: ``(batch, src_len)`` (``(src_len,)`` unbatched), boolean True = padding (may not be
+                attended to), or float (added to the scores).
             need_weights: also return the attention weights.
             attn_mask: ``(tgt_len, src_len)`` or ``(batch * num_heads, tgt_len, src_len)``, boolean True = may
                 not attend (e.g. ``torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)`` is causal), or
@@ -371,29 +411,39 @@ class MultiHeadAttention(nn.Module):
 
         Returns:
             ``output`` (the layout of ``query``) and, with ``need_weights``, the weights before dropout,
-            ``(batch, tgt_len, src_len)`` averaged over the heads or ``(batch, num_heads, tgt_len, src_len)``.
+            ``(batch, tgt_len, src_len)`` averaged over the heads or ``(batch, num_heads, tgt_len, src_len)``
+            (without the batch dimension for unbatched input).
         """
         if is_causal and attn_mask is None:
             raise ValueError("is_causal is a hint that attn_mask is the causal mask (as in "
                              "torch.nn.MultiheadAttention): pass the mask as attn_mask too")
         value = key if value is None else value
-        if not self.batch_first:
+        if query.is_nested:
+            raise TypeError("query is a nested tensor: an nn.TransformerEncoder built while its layers held torch's "
+                            "attention converts its input for torch's fused kernels; build the encoder after "
+                            "replacing self_attn, or with enable_nested_tensor=False")
+        batched = query.dim() == 3
+        layout = "(batch, len, dim)" if self.batch_first else "(len, batch, dim)"
+        for name, tensor, size in (("query", query, self.embed_dim), ("key", key, self.kdim),
+                                   ("value", value, self.vdim)):
+            if tensor.dim() != (3 if batched else 2) or tensor.shape[-1] != size:
+                raise ValueError(f"{name} must be {layout} or unbatched (len, dim) like query, with dim = {size}; "
+                                 f"query has shape {tuple(query.shape)}, {name} {tuple(tensor.shape)}")
+        if not batched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            key_padding_mask = None if key_padding_mask is None else key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
-        check_shape(query, "query", batch=None, tgt_len=None, embed_dim=self.embed_dim)
         batch, tgt_len, _ = query.shape
-        check_shape(key, "key", batch=batch, src_len=None, embed_dim=self.embed_dim)
+        check_shape(key, "key", batch=batch, src_len=None, kdim=self.kdim)
         src_len = key.shape[1]
-        check_shape(value, "value", batch=batch, src_len=src_len, embed_dim=self.embed_dim)
+        check_shape(value, "value", batch=batch, src_len=src_len, vdim=self.vdim)
+
         padding = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
         if padding is not None:
             check_shape(padding, "key_padding_mask", batch=batch, src_len=src_len)
-            keep = padding != float("-inf")
+            keep = padding != float("-inf")  # padding may hold anything, even NaN: it never reaches the output
             key, value = _zero_masked(key, keep), _zero_masked(value, keep)
-        q, k, v = (self._split_heads(proj(x)) for proj, x in ((self.q_proj, query), (self.k_proj, key),
-                                                                (self.v_proj, value)))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, tgt_len, src_len)
-        if padding is not None:
-            scores = scores + padding[:, None, None, :]
         added = _additive_mask(attn_mask, "attn_mask", query.dtype)
         if added is not None:
             if added.dim() == 3:
@@ -402,15 +452,34 @@ class MultiHeadAttention(nn.Module):
                 added = added.view(batch, self.num_heads, tgt_len, src_len)
             else:
                 check_shape(added, "attn_mask", tgt_len=tgt_len, src_len=src_len)
+        (w_q, w_k, w_v), (b_q, b_k, b_v) = self._in_projections()
+        q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+        extra_keys = []  # torch's extra keys: the learned bias_k/bias_v, then a zero key/value
+        if self.bias_k is not None:
+            extra_keys.append((self.bias_k.expand(batch, 1, -1), self.bias_v.expand(batch, 1, -1)))
+        if self.add_zero_attn:
+            extra_keys.append((k.new_zeros(batch, 1, self.embed_dim), v.new_zeros(batch, 1, self.embed_dim)))
+        for extra_k, extra_v in extra_keys:  # attended to by every query: unmasked
+            k, v = torch.cat([k, extra_k], 1), torch.cat([v, extra_v], 1)
+            padding = None if padding is None else F.pad(padding, (0, 1))
+            added = None if added is None else F.pad(added, (0, 1))
+
+        q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (batch, heads, tgt_len, src_len)
+        if padding is not None:
+            scores = scores + padding[:, None, None, :]
+        if added is not None:
             scores = scores + added
         weights = _project(self.projection, scores)
-        heads = self.dropout(weights) @ v
+        heads = F.dropout(weights, self.dropout, self.training) @ v
         output = self.out_proj(heads.transpose(1, 2).reshape(batch, tgt_len, self.embed_dim))
-        if not self.batch_first:
+        if not batched:
+            output, weights = output.squeeze(0), weights.squeeze(0)
+        elif not self.batch_first:
             output = output.transpose(0, 1)
         if not need_weights:
             return output, None
-        return output, weights.mean(1) if average_attn_weights else weights
+        return output, weights.mean(-3) if average_attn_weights else weights
 
     def extra_repr(self) -> str:
         return (f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, projection={self.projection_name!r}, "

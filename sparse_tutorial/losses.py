@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from sparse_tutorial._validation import check_floating, check_row_max, compute_dtype
 from sparse_tutorial.projections.alpha_entmax import _check_alpha_number, entmax_bisect
 from sparse_tutorial.projections import entmax15
+from sparse_tutorial.projections.sparse import _check_k
 from sparse_tutorial.projections.sparsemax_eager import _sparsemax_2d
 
 
@@ -103,7 +104,7 @@ def _shifted_scores(scores: Tensor, loss: str) -> Tensor:
     return (z - row_max).clamp_min(-torch.finfo(z.dtype).max)
 
 
-def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
+def sparsemax_loss(scores: Tensor, target: Tensor, k: int | None = None) -> Tensor:
     """The sparsemax loss of Martins & Astudillo (2016, eq. 17), one value per example (as the ``entmax``
     package's ``sparsemax_loss``, which takes class indices; a distribution or label set is also taken here).
 
@@ -111,9 +112,11 @@ def sparsemax_loss(scores: Tensor, target: Tensor) -> Tensor:
         scores: ``(batch, num_classes)`` finite scores (logits).
         target: class indices ``(batch,)``, a distribution ``(batch, num_classes)``, or a boolean
             multi-label matrix ``(batch, num_classes)`` (made uniform over the gold labels).
+        k: the ``entmax`` package's partial-sort size; the loss is exact without it, so it changes nothing.
     Returns:
         ``(batch,)``, ≥ 0, zero iff ``sparsemax(scores)`` equals the target distribution.
     """
+    _check_k(k)
     shifted = _shifted_scores(scores, "sparsemax")
     return SparsemaxLossFunction.apply(shifted, _target_distribution(target, shifted)).to(scores.dtype)
 
@@ -168,14 +171,16 @@ def entmax_bisect_loss(scores: Tensor, target: Tensor, alpha: float = 1.5, n_ite
     return _fenchel_young_loss(scores, target, alpha, lambda z: entmax_bisect(z, alpha, n_iter=n_iter))
 
 
-def entmax15_loss(scores: Tensor, target: Tensor) -> Tensor:
-    """The 1.5-entmax loss (the ``entmax`` package's ``entmax15_loss``), with the exact 1.5-entmax."""
+def entmax15_loss(scores: Tensor, target: Tensor, k: int | None = None) -> Tensor:
+    """The 1.5-entmax loss (the ``entmax`` package's ``entmax15_loss``), with the exact 1.5-entmax (``k``, the
+    package's partial-sort size, changes nothing)."""
+    _check_k(k)
     return _fenchel_young_loss(scores, target, 1.5, entmax15)
 
 
 class ReducedLoss(nn.Module):
     """A per-example loss ``per_example(scores, target) -> (batch,)`` with torch's ``reduction`` and
-    ``ignore_index``.
+    ``ignore_index``: the base of the loss modules below.
 
     ``reduction``: ``"mean"`` over the examples whose target is not ignored (0 when all are, where torch
     gives NaN; ``"elementwise_mean"``, the ``entmax`` package's name, is accepted), ``"sum"`` or ``"none"``
@@ -187,14 +192,17 @@ class ReducedLoss(nn.Module):
         super().__init__()
         if reduction not in ("mean", "sum", "none", "elementwise_mean"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        if not isinstance(ignore_index, int) or isinstance(ignore_index, bool):
+            raise TypeError(f"ignore_index must be a whole number (a class index), got {ignore_index!r}")
         self.per_example, self.ignore_index = per_example, ignore_index
         self.reduction = "mean" if reduction == "elementwise_mean" else reduction
 
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002 - torch's argument name
+    def forward(self, X: Tensor, target: Tensor) -> Tensor:  # noqa: N803 - the entmax package's argument name
+        """``X: (batch, num_classes)`` scores, ``target`` as for :func:`sparsemax_loss`."""
         indices = target.dim() == 1 and not target.is_floating_point() and target.dtype != torch.bool
         ignored = target == self.ignore_index if indices else torch.zeros(len(target), dtype=torch.bool,
                                                                           device=target.device)
-        losses = self.per_example(input, target.masked_fill(ignored, 0) if indices else target)
+        losses = self.per_example(X, target.masked_fill(ignored, 0) if indices else target)
         losses = losses.masked_fill(ignored, 0.0)
         if self.reduction == "none":
             return losses
@@ -203,22 +211,28 @@ class ReducedLoss(nn.Module):
 
 
 class SparsemaxLoss(ReducedLoss):
-    """:func:`sparsemax_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.SparsemaxLoss``)."""
+    """:func:`sparsemax_loss` as a module: ``entmax.SparsemaxLoss(k=None, ignore_index=-100, reduction)``, its
+    arguments in its order (``k`` changes nothing here, as for :func:`~sparse_tutorial.projections.sparsemax`)."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+    def __init__(self, k: int | None = None, ignore_index: int = -100, reduction: str = "mean") -> None:
+        _check_k(k)
         super().__init__(sparsemax_loss, ignore_index, reduction)
+        self.k = k
 
 
 class Entmax15Loss(ReducedLoss):
-    """:func:`entmax15_loss` as a module with ``ignore_index`` and ``reduction`` (``entmax.Entmax15Loss``)."""
+    """:func:`entmax15_loss` as a module: ``entmax.Entmax15Loss(k=100, ignore_index=-100, reduction)``, its
+    arguments in its order (``k`` changes nothing here, as for :func:`~sparse_tutorial.projections.entmax15`)."""
 
-    def __init__(self, ignore_index: int = -100, reduction: str = "mean") -> None:
+    def __init__(self, k: int | None = 100, ignore_index: int = -100, reduction: str = "mean") -> None:
+        _check_k(k)
         super().__init__(entmax15_loss, ignore_index, reduction)
+        self.k = k
 
 
 class EntmaxBisectLoss(ReducedLoss):
-    """:func:`entmax_bisect_loss` as a module (``entmax.EntmaxBisectLoss(alpha, n_iter, ignore_index,
-    reduction)``)."""
+    """:func:`entmax_bisect_loss` as a module: ``entmax.EntmaxBisectLoss(alpha=1.5, n_iter=50, ignore_index=-100,
+    reduction)``, its arguments in its order."""
 
     def __init__(self, alpha: float = 1.5, n_iter: int = 50, ignore_index: int = -100,
                  reduction: str = "mean") -> None:

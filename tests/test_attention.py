@@ -415,12 +415,15 @@ def test_multi_head_errors():
     with pytest.raises(ValueError, match="divisible by num_heads"):
         MultiHeadAttention(10, 3)
     attention = MultiHeadAttention(8, 2, batch_first=True)
-    with pytest.raises(ValueError, match=r"key must have shape \(batch, src_len, embed_dim\) = \(2, \?, 8\)"):
+    with pytest.raises(ValueError, match=r"key must be \(batch, len, dim\) .* dim = 8; query has shape "
+                                         r"\(2, 3, 8\), key \(2, 5, 6\)"):
         attention(torch.randn(2, 3, 8), torch.randn(2, 5, 6))
+    with pytest.raises(ValueError, match=r"key must have shape \(batch, src_len, kdim\) = \(2, \?, 8\), got \(3, 5, 8\)"):
+        attention(torch.randn(2, 3, 8), torch.randn(3, 5, 8))
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(batch, src_len\) = \(2, 5\)"):
         attention(torch.randn(2, 3, 8), torch.randn(2, 5, 8), key_padding_mask=torch.ones(2, 3, dtype=torch.bool))
-    with pytest.raises(ValueError, match="add_bias_kv=False"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+    with pytest.raises(TypeError, match="key_padding_mask must be boolean .* got dtype torch.int64"):
+        attention(torch.randn(2, 3, 8), torch.randn(2, 5, 8), key_padding_mask=torch.ones(2, 5, dtype=torch.long))
 
 
 # ------------------------------------------------------------------------------------------- hierarchical

@@ -41,13 +41,14 @@ bfloat16 are computed in float32; ``dim`` may be any dimension.
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
 
+from sparse_tutorial._validation import values_readable
+from sparse_tutorial.projections.backward_passes import _entmax_vjp
 from sparse_tutorial.projections.dense import _masked_softmax, softmax
-from sparse_tutorial.projections.entmax_eager import _entmax_vjp
 from sparse_tutorial.projections.score_rows import _as_rows, _from_rows, _validated_row_max
 from sparse_tutorial.projections.sparse import entmax15, sparsemax
 
@@ -79,11 +80,14 @@ def _alpha_rows(alpha: Tensor, scores: Tensor, dim: int, dtype: torch.dtype) -> 
     if broadcast != torch.Size(row_shape):
         raise ValueError(f"alpha of shape {tuple(alpha.shape)} does not broadcast to one value per slice of "
                          f"scores along dim {dim}, shape {tuple(row_shape)}")
-    if not bool((alpha >= 1).all()):  # NaN fails the comparison too
-        problem = "contains NaN" if bool(alpha.isnan().any()) else f"has a value < 1 (min {alpha.min().item():g})"
-        raise ValueError(f"alpha must be >= 1 (1 is softmax, 2 sparsemax) but {problem}")
-    if not bool(alpha.isfinite().all()):
-        raise ValueError("alpha must be finite but contains +inf")
+    valid = (alpha >= 1) & alpha.isfinite()  # NaN fails the comparison too
+    if values_readable(alpha):
+        if not bool(valid.all()):
+            problem = ("contains NaN" if bool(alpha.isnan().any()) else "contains +inf"
+                       if bool(alpha.isposinf().any()) else f"has a value < 1 (min {alpha.min().item():g})")
+            raise ValueError(f"alpha must be a finite number >= 1 (1 is softmax, 2 sparsemax) but {problem}")
+    else:  # not readable here (values_readable): the slices of an invalid α come out NaN instead
+        alpha = alpha.where(valid, torch.nan)
     return _as_rows(alpha.to(dtype).expand(row_shape), dim)
 
 
@@ -145,21 +149,25 @@ def _weights_derivative_wrt_alpha(weights: Tensor, log_weights: Tensor, slopes: 
 class AlphaEntmaxFunction(torch.autograd.Function):
     """α-entmax of ``(rows, n)`` scores (row max 0, or all ``-inf``) for ``alpha: (rows, 1)``, with the closed-form
     gradients of the module docstring w.r.t. both. Differentiating twice (``create_graph=True``) works: the
-    backward is made of differentiable operations on the saved weights and α."""
+    backward is made of differentiable operations on the saved weights and α. Static (a fixed number of
+    bisection steps, no branch on the data), so ``torch.compile`` traces it and ``torch.func`` batches it."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx, z: Tensor, alpha: Tensor, n_iter: int) -> Tensor:  # noqa: D102 - documented on the class
+    def forward(z: Tensor, alpha: Tensor, n_iter: int) -> Tensor:  # noqa: D102 - documented on the class
         epsilon = alpha - 1
         is_softmax = epsilon == 0
         weights = _entmax_by_bisection(z, epsilon.masked_fill(is_softmax, 1.0), n_iter)
-        if bool(is_softmax.any()):
-            empty = torch.isneginf(z.amax(1, keepdim=True))
-            weights = torch.where(is_softmax, _masked_softmax(z, empty, 1), weights)
-        ctx.save_for_backward(weights, alpha)
-        return weights
+        softmax_weights = _masked_softmax(z, torch.isneginf(z.amax(1, keepdim=True)), 1)
+        return torch.where(is_softmax, softmax_weights, weights)
 
     @staticmethod
-    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Optional[Tensor], None]:  # noqa: D102
+    def setup_context(ctx: Any, inputs: tuple[Tensor, Tensor, int], output: Tensor) -> None:  # noqa: D102
+        ctx.save_for_backward(output, inputs[1])
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> tuple[Tensor, Optional[Tensor], None]:  # noqa: D102
         weights, alpha = ctx.saved_tensors
         epsilon = alpha - 1
         support = weights > 0

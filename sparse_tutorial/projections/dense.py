@@ -7,7 +7,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from sparse_tutorial._validation import check_positive
+from sparse_tutorial._validation import check_positive, values_readable
 from sparse_tutorial.projections.score_rows import _validated_row_max
 
 
@@ -15,9 +15,10 @@ def _masked_softmax(z: Tensor, empty: Tensor, dim: int) -> Tensor:
     """``torch.softmax`` of scores ``z`` where all-masked slices give zeros and a zero gradient.
 
     ``torch.softmax`` of an all ``-inf`` slice is NaN forward and backward, so such slices are replaced by
-    zeros before and after it (``masked_fill`` passes no gradient to the filled entries).
+    zeros before and after it (``masked_fill`` passes no gradient to the filled entries). Where the values are
+    readable, the common case of no such slice skips the two fills.
     """
-    if not empty.any():
+    if values_readable(empty) and not empty.any():
         return torch.softmax(z, dim)
     return torch.softmax(z.masked_fill(empty, 0.0), dim).masked_fill(empty, 0.0)
 
@@ -68,7 +69,8 @@ def gumbel_softmax(scores: Tensor, temperature: float = 1.0, hard: bool = False,
     check_positive(temperature, "temperature")
     x, row_max, empty = _validated_row_max(scores, dim)
     z = x - row_max
-    exponential = torch.empty(z.shape, dtype=z.dtype, device=z.device).exponential_(generator=generator)
+    # empty_like, not empty: under vmap it is batched, so each sample gets its own noise
+    exponential = torch.empty_like(z, memory_format=torch.contiguous_format).exponential_(generator=generator)
     perturbed = z - exponential.clamp_min(torch.finfo(z.dtype).tiny).log()
     soft = _masked_softmax(perturbed / temperature, empty, dim)
     if not hard:

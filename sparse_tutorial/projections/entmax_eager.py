@@ -4,39 +4,24 @@ It works like :mod:`sparse_tutorial.projections.sparsemax_eager` on the halved s
 lower bound on τ (block maxima, then only the candidates above it, :mod:`sparse_tutorial.projections.threshold_candidates`)
 each step takes the root of the quadratic ``Σ_S (z_j − τ)² = 1`` on the current support S, until the support
 no longer changes; a sort-based threshold (Peters et al. 2019, Algorithm 2) is the fallback, never needed in
-practice. :class:`Entmax15Function` wraps it with the closed-form backward of Peters et al. (2019).
+practice (:mod:`~sparse_tutorial.projections.by_sorting`). :class:`Entmax15Function` wraps it with the closed-form backward of Peters et al. (2019).
 
 :func:`~sparse_tutorial.projections.entmax15` runs this code where the compiled kernel does not
-(:mod:`sparse_tutorial.projections.kernel_dispatch`); :func:`~sparse_tutorial.projections.alpha_entmax` shares the vector-Jacobian
-product ``_entmax_vjp``.
+(:mod:`sparse_tutorial.projections.kernel_dispatch`).
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
-                                                  _off_support_zero, _scatter_candidates)
+from sparse_tutorial.projections.backward_passes import _entmax_vjp
+from sparse_tutorial.projections.by_sorting import entmax15_threshold_by_sorting
+from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates,
+                                                              _gather_candidates, _scatter_candidates)
 
 
 _ENTMAX_ITERATIONS = 50
 """Cap on the root-finding steps of :func:`_entmax15_rows` before its sort-based fallback."""
-
-
-def _entmax15_threshold_by_sorting(z: Tensor) -> Tensor:
-    """Exact τ of 1.5-entmax for the rows of ``z: (rows, k)`` (halved, row max 0, no ``-inf``) by sorting.
-
-    Peters et al. (2019, Algorithm 2): for the k largest entries the candidate τ_k solves
-    ``Σ_{j≤k} (z_(j) − τ)² = 1``; the support size is the largest k with ``τ_k ≤ z_(k)``.
-    """
-    sorted_z = torch.sort(z, dim=1, descending=True).values
-    rho = torch.arange(1, z.shape[1] + 1, dtype=z.dtype, device=z.device)
-    mean = sorted_z.cumsum(1) / rho
-    mean_sq = (sorted_z * sorted_z).cumsum(1) / rho
-    delta = (1 - rho * (mean_sq - mean * mean)) / rho
-    tau = mean - delta.clamp_min(0).sqrt()
-    support_size = (tau <= sorted_z).sum(1, keepdim=True)
-    return tau.gather(1, support_size - 1)
 
 
 def _entmax15_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor]:
@@ -70,17 +55,8 @@ def _entmax15_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor]:
         newton_step = (quadratic - 1) / (2 * linear).clamp_min(torch.finfo(z.dtype).tiny)
         tau = tau + torch.where(nonempty, torch.where(exact_step, root_step, newton_step), 0.0)
     empty = torch.isneginf(z.amax(1, keepdim=True))
-    finite_z = z.clamp_min(-2.0)
-    tau = _entmax15_threshold_by_sorting(finite_z)
-    return (finite_z - tau).clamp_min_(0.0).masked_fill_(empty, 0.0), tau
-
-
-def _entmax_vjp(slopes: Tensor, grad_output: Tensor) -> Tensor:
-    """``g ⊙ v − (Σ g ⊙ v / Σ g) g`` for rows ``(rows, k)``: the vector-Jacobian product of α-entmax, whose
-    ``g = p^(2−α)`` (zero off the support) is ``sqrt(p)`` for 1.5-entmax (Peters et al. 2019, Proposition 3)."""
-    grad = _off_support_zero(grad_output, slopes)
-    norm = slopes.sum(1, keepdim=True).clamp_min(torch.finfo(slopes.dtype).tiny)
-    return grad - slopes * (grad.sum(1, keepdim=True) / norm)
+    tau = entmax15_threshold_by_sorting(z)
+    return (z.clamp_min(-2.0) - tau).clamp_min_(0.0).masked_fill_(empty, 0.0), tau
 
 
 class Entmax15Function(torch.autograd.Function):

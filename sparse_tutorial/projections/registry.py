@@ -52,7 +52,9 @@ def get_projection(name: str, **kwargs: object) -> Projection:
     if name not in PROJECTIONS:
         raise ValueError(f"unknown projection name {name!r}; valid names: {sorted(PROJECTIONS)}")
     function = PROJECTIONS[name]
-    accepted = set(inspect.signature(function).parameters) - {"scores", "dim"}
+    if not kwargs:
+        return function
+    accepted = set(inspect.signature(function).parameters) - {"scores", "dim", "k"}
     unknown = sorted(set(kwargs) - accepted)
     if unknown:
         raise ValueError(f"projection {name!r} does not take keyword argument(s) {unknown}; "
@@ -60,6 +62,4 @@ def get_projection(name: str, **kwargs: object) -> Projection:
     for key, value in kwargs.items():
         if key in _KWARG_CHECKS:
             _KWARG_CHECKS[key](value)
-    if not kwargs:
-        return function
     return functools.partial(function, **kwargs)

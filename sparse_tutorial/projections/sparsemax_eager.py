@@ -19,8 +19,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates, _gather_candidates,
-                                                  _off_support_zero, _scatter_candidates)
+from sparse_tutorial.projections.backward_passes import _sparsemax_vjp
+from sparse_tutorial.projections.threshold_candidates import (_SLACK, _block_maxima, _compact_candidates,
+                                                              _gather_candidates, _scatter_candidates)
 
 
 def _sparsemax_rows(z: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -57,13 +58,6 @@ def _sparsemax_2d(x: Tensor, row_max: Tensor) -> tuple[Tensor, Tensor, Tensor, O
     candidates, index = _compact_candidates(x, row_max, lower_bound)
     weights, support, support_size, _ = _sparsemax_rows(candidates, lower_bound)
     return _scatter_candidates(weights, index, x.shape), support, support_size, index
-
-
-def _sparsemax_vjp(support: Tensor, support_size: Tensor, grad_output: Tensor) -> Tensor:
-    """``s ⊙ (v − mean_S v)`` for rows ``(rows, k)``: ``support`` the 0./1. indicator, ``support_size: (rows, 1)``."""
-    grad = _off_support_zero(grad_output, support)
-    mean = grad.sum(1, keepdim=True) / support_size.clamp_min(1)
-    return grad - support * mean
 
 
 class SparsemaxFunction(torch.autograd.Function):

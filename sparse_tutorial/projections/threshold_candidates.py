@@ -7,8 +7,7 @@ one pass over block maxima (``_block_maxima``) gives a tight lower bound, and on
 can be in the support: a handful per row, which ``_compact_candidates`` packs into a small matrix for
 long rows. The exact searches of :mod:`sparse_tutorial.projections.sparsemax_eager` and
 :mod:`sparse_tutorial.projections.entmax_eager` then run on that matrix, starting from the bound, and their backward
-passes touch only the candidates (``_gather_candidates``, ``_scatter_candidates``, and
-``_off_support_zero``, which keeps the gradient exactly zero off the support).
+passes touch only the candidates (``_gather_candidates``, ``_scatter_candidates``).
 """
 from __future__ import annotations
 
@@ -80,12 +79,3 @@ def _gather_candidates(full: Tensor, index: Optional[Tensor]) -> Tensor:
     if index is None:
         return full
     return full.reshape(-1).gather(0, index.view(-1)).view(index.shape)
-
-
-def _off_support_zero(grad_output: Tensor, factor: Tensor) -> Tensor:
-    """``v ⊙ factor`` for a ``factor ≥ 0`` that is 0 off the support, and exactly 0 there even where ``v`` is
-    inf or NaN (a weight that is 0 passes no gradient; ``inf · 0`` would be NaN)."""
-    product = grad_output * factor
-    if bool(torch.isfinite(product).all()):  # the common case; torch.where is ~20x slower on the CPU
-        return product
-    return torch.where(factor > 0, product, 0.0)
