@@ -69,4 +69,4 @@ from sparse_tutorial.coverage import (
     update_coverage,
 )
 
-__version__ = "0.3.2"
+__version__ = "0.4.0"

@@ -18,6 +18,9 @@
 
 Alignments are sets of ``(source_index, target_index)`` pairs, 0-based. Attention matrices are
 ``(tgt_len, src_len)``: row ``i`` is the distribution the model used to emit target token ``i``.
+
+``sacrebleu`` and ``rouge-score`` are imported by the functions that use them: they belong to the
+``metrics`` extra (``pip install 'sparse_tutorial[metrics]'``), and the attention measures here need neither.
 """
 from __future__ import annotations
 
@@ -26,9 +29,6 @@ import re
 from typing import Sequence, Union
 
 import torch
-from rouge_score import rouge_scorer
-from sacrebleu.metrics import BLEU, CHRF
-from sacrebleu.significance import PairedTest
 from torch import Tensor
 
 from sparse_tutorial._validation import check_attention_weights, check_mask
@@ -51,7 +51,9 @@ def _reference_streams(references: References, n: int) -> list[list[str | None]]
     return [[r[k] if k < len(r) else None for r in per_sentence] for k in range(width)]
 
 
-def _bleu(lowercase: bool, tokenize: str) -> BLEU:
+def _bleu(lowercase: bool, tokenize: str) -> "sacrebleu.metrics.BLEU":  # noqa: F821
+    from sacrebleu.metrics import BLEU
+
     # force: pre-tokenised input ("none") ends in " ." on purpose, so sacrebleu's warning does not apply
     return BLEU(lowercase=lowercase, tokenize=tokenize, force=tokenize == "none")
 
@@ -85,6 +87,8 @@ def corpus_chrf(hypotheses: Sequence[str], references: References, lowercase: bo
         lowercase: case-insensitive, like :func:`corpus_bleu` (sacrebleu's own default is case-sensitive).
         word_order: word n-grams added to the character n-grams: 0 is chrF, 2 is chrF++ (Popović 2017).
     """
+    from sacrebleu.metrics import CHRF
+
     streams = _reference_streams(references, len(hypotheses))
     return CHRF(word_order=word_order, lowercase=lowercase).corpus_score(list(hypotheses), streams).score
 
@@ -101,6 +105,8 @@ def paired_bootstrap(baseline: Sequence[str], systems: dict[str, Sequence[str]],
         difference exceeds the observed one, ``(c + 1) / (n_samples + 1)``. (A system identical to the
         baseline therefore gets the degenerate ``1 / (n_samples + 1)``; compare different outputs only.)
     """
+    from sacrebleu.significance import PairedTest
+
     if "baseline" in systems:
         raise ValueError("systems must not use the reserved name 'baseline'")
     streams = _reference_streams(references, len(baseline))
@@ -332,6 +338,8 @@ def rouge_per_example(predictions: Sequence[str], references: Sequence[str],
     unknown = sorted(set(rouge_types) - set(ROUGE_TYPES))
     if unknown:
         raise ValueError(f"rouge_types must be among {ROUGE_TYPES}, got {unknown}")
+    from rouge_score import rouge_scorer
+
     scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=True)
     scores: dict[str, list[float]] = {rouge_type: [] for rouge_type in rouge_types}
     for prediction, reference in zip(predictions, references):

@@ -8,6 +8,7 @@ mentions ``PROFILE``: an experiment chapter's says how to switch to ``PROFILE = 
 the device with ``default_device()``; a Part I chapter (or the appendix) says it has no profile and sets no
 device it never uses. The README's and the intro's library examples run as printed.
 """
+import importlib.metadata
 import re
 from pathlib import Path
 
@@ -25,12 +26,25 @@ def code_sources(path: Path) -> list[nbformat.NotebookNode]:
     return [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
 
 
+BOOK_EXTRA_IMPORTS = {"matplotlib", "seaborn", "sacrebleu", "rouge_score", "plotly", "pandas", "sympy", "itables"}
+"""What the ``book`` extra installs, by import name: what a chapter's first cell checks for."""
+
+
+def test_the_first_cells_modules_are_the_book_extra():
+    from test_dependencies import EXTRAS, distribution_name
+
+    provided_by = importlib.metadata.packages_distributions()
+    assert {distribution_name(dist) for module in BOOK_EXTRA_IMPORTS for dist in provided_by[module]} == EXTRAS["book"]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: str(path.relative_to(BOOK)))
-def test_first_cell_installs_the_library_only_when_missing(path):
+def test_first_cell_installs_the_library_and_the_book_extra_when_any_is_missing(path):
+    """A reader who has the plain package (or Colab's matplotlib but not itables) still gets the extra."""
     first = code_sources(path)[0].source
-    assert re.search(r"try:\s+import sparse_tutorial\s+except ImportError:\s+" + re.escape(INSTALL), first), (
-        f"{path.name}: the first code cell must be `try: import sparse_tutorial / except ImportError: {INSTALL}`"
-    )
+    found = re.search(r"BOOK_EXTRA = \(([^)]*)\)[^\n]*\nif not all\(importlib\.util\.find_spec\(name\) for name in "
+                      r"BOOK_EXTRA\):\n    " + re.escape(INSTALL), first)
+    assert found, f"{path.name}: the first code cell must install {INSTALL} when a module of BOOK_EXTRA is missing"
+    assert set(re.findall(r'"(\w+)"', found.group(1))) == {"sparse_tutorial"} | BOOK_EXTRA_IMPORTS
     pins = [line for line in first.splitlines() if "pip install" in line and re.search(r"==|@v?\d", line)]
     assert not pins, f"{path.name}: pinned installs break on Colab: {pins}"
     assert "set_style()" in first and "seed_everything(" in first, f"{path.name}: set_style() and a seed in cell 1"

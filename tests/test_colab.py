@@ -124,11 +124,14 @@ def wheel(tmp_path_factory) -> Path:
     return next(dist.glob("*.whl"))
 
 
-def test_the_wheel_ships_the_library_and_the_stored_results_only(wheel):
+def test_the_wheel_ships_the_library_its_shipped_models_and_the_stored_results_only(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     library = {str(path.relative_to(REPO_ROOT)) for path in (REPO_ROOT / "sparse_tutorial").rglob("*")
                if path.suffix in (".py", ".cpp")}
     assert library - names == set(), "modules of the tree missing from the wheel (list them in pyproject.toml)"
+    weights = {str(path.relative_to(REPO_ROOT)) for path in (REPO_ROOT / "sparse_tutorial" / "pretrained").rglob("*")
+               if path.suffix in (".safetensors", ".json")}
+    assert weights and weights - names == set(), "the shipped models must travel with the version that made them"
     shipped = {name for name in names if name.startswith("sparse_tutorial/stored_results/")}
     assert shipped == {f"sparse_tutorial/stored_results/{path.name}" for path in RESULTS}
     stray = {name for name in names if not name.startswith(("sparse_tutorial/", "sparse_tutorial-"))}

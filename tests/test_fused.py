@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import platform
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -42,10 +46,12 @@ def _assert_kernel_matches_eager(name: str, scores: torch.Tensor, upstream: torc
 
 
 @pytest.fixture
-def fresh_kernel(monkeypatch):
-    """A kernel not yet built, in place of the process's (e.g. to build it for another target)."""
+def fresh_kernel(monkeypatch, tmp_path):
+    """A kernel not yet built, in place of the process's (e.g. to build it for another target), with an empty
+    kernel cache."""
     kernel = fused.Kernel()
     monkeypatch.setattr(fused, "KERNEL", kernel)
+    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
     return kernel
 
 
@@ -148,6 +154,47 @@ def test_compilation_happens_once_and_is_logged(fresh_kernel, caplog):
         sparsemax(_scores(4, 5))
         entmax15(_scores(4, 6, dtype=torch.float64))
     assert sum("compiling" in r.getMessage() for r in caplog.records) == 1
+
+
+_FIRST_CALL = """import logging, sys, time
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+import torch
+from sparse_tutorial import sparsemax
+scores = torch.randn(4, 6)
+tic = time.perf_counter()
+sparsemax(scores)
+print(f"first call {time.perf_counter() - tic:.3f} s")
+"""
+
+
+def _first_call(cache: Path) -> str:
+    """What a new process logs and prints when it first calls sparsemax, with the kernel cache in ``cache``."""
+    return subprocess.run([sys.executable, "-c", _FIRST_CALL], env={**os.environ, "SPARSE_TUTORIAL_CACHE": str(cache)},
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_the_kernel_is_compiled_once_per_machine_and_a_later_process_loads_it(tmp_path):
+    first, later = _first_call(tmp_path), _first_call(tmp_path)
+    assert "compiling the projection kernel" in first and "compiling" not in later
+    assert "loaded the cached kernel" in later
+    assert float(later.split("first call ")[1].split()[0]) < 1.0
+    assert len(list((tmp_path / "kernels").glob("fused_sparsemax-*.so"))) == 1
+
+
+def test_a_broken_cached_kernel_is_built_again(tmp_path):
+    _first_call(tmp_path)
+    (cached,) = (tmp_path / "kernels").glob("fused_sparsemax-*.so")
+    cached.unlink()  # a new file (no process maps the old one), as a truncated copy would be
+    cached.write_bytes(b"not a shared library")
+    assert "compiling the projection kernel" in _first_call(tmp_path)
+
+
+def test_other_flags_build_another_cached_kernel(fresh_kernel, monkeypatch):
+    sparsemax(_scores(4, 5))
+    monkeypatch.setattr(fused, "KERNEL", fused.Kernel())
+    monkeypatch.setattr(fused, "compiler_flags", lambda: [["-O2", "-std=c++17"]])
+    torch.testing.assert_close(sparsemax(_scores(4, 5)), _eager(sparsemax, _scores(4, 5)))
+    assert len(list(fused.kernel_cache_dir().glob("fused_sparsemax-*.so"))) == 2
 
 
 @pytest.mark.parametrize("compiler, message", [(None, "no C.. compiler found"), ("false", "false failed")])

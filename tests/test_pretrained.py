@@ -36,14 +36,13 @@ def tiny_file(folder: Path, vocabulary: SubwordVocabulary, dtype: torch.dtype = 
 
 @pytest.fixture
 def shipped_tiny(tmp_path, vocabulary, monkeypatch) -> tuple[Path, Seq2Seq]:
-    """A tiny translator's file in the repository folder (``tmp_path/repo``), registered as shipped."""
-    folder = tmp_path / "repo"
+    """A tiny translator's file in the package's weights folder (``tmp_path/weights``), registered as shipped."""
+    folder = tmp_path / "weights"
     folder.mkdir()
     path, model = tiny_file(folder, vocabulary)
     entry = pretrained.Shipped("nmt", "tiny", path.name, pretrained.sha256(path), path.stat().st_size)
     monkeypatch.setattr(pretrained, "SHIPPED", {("nmt", "tiny"): entry})
-    monkeypatch.setattr(pretrained, "REPOSITORY_FOLDER", folder)
-    monkeypatch.setenv("SPARSE_TUTORIAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(pretrained, "WEIGHTS_FOLDER", folder)
     return path, model
 
 
@@ -94,27 +93,13 @@ def test_an_unknown_model_names_the_shipped_ones(shipped_tiny):
         pretrained.load("nmt", "+Nothing")
 
 
-def test_a_missing_file_is_downloaded_into_the_cache_and_verified(shipped_tiny, tmp_path, monkeypatch, capsys):
+def test_a_missing_file_names_every_way_round(shipped_tiny, tmp_path):
     path, _ = shipped_tiny
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    path.rename(mirror / path.name)
-    monkeypatch.setenv(pretrained.URL_ENV, mirror.as_uri())
-    located = pretrained.locate("nmt", "tiny")
-    assert located == tmp_path / "cache" / "pretrained" / path.name
-    assert "downloading nmt-tiny.safetensors" in capsys.readouterr().out
-    assert pretrained.locate("nmt", "tiny") == located  # now found in the cache, not downloaded again
-    assert "downloading" not in capsys.readouterr().out
-
-
-def test_a_failed_download_says_where_it_looked(shipped_tiny, tmp_path, monkeypatch):
-    path, _ = shipped_tiny
-    path.unlink()
-    monkeypatch.setenv(pretrained.URL_ENV, (tmp_path / "nowhere").as_uri())
-    with pytest.raises(pretrained.PretrainedError, match="downloading it from file://.*failed"):
+    kept = path.rename(tmp_path / "kept.safetensors")
+    with pytest.raises(pretrained.PretrainedError, match=r"nmt-tiny\.safetensors is missing from .*weights .*"
+                                                         r"reinstall sparse_tutorial, or pass path="):
         pretrained.load("nmt", "tiny")
-    with pytest.raises(pretrained.PretrainedError, match="is neither in"):
-        pretrained.locate("nmt", "tiny", download=False)
+    assert isinstance(pretrained.load("nmt", "tiny", path=kept), Translator)  # a copy kept elsewhere
 
 
 def test_bad_text_is_refused(shipped_tiny):
@@ -129,8 +114,8 @@ def test_every_shipped_model_is_in_the_repository_verified_and_the_files_stay_sm
         "nmt/NMT", "nmt/+Sparsemax", "nmt/+Entropy", "nmt/+Entropy from epoch 3", "summarization/ABS+Pointer+Cov"}
     total = 0
     for (experiment, system), entry in pretrained.SHIPPED.items():
-        path = pretrained.locate(experiment, system, download=False)
-        assert path.parent == ROOT / "pretrained"
+        path = pretrained.locate(experiment, system)
+        assert path.parent == ROOT / "sparse_tutorial" / "pretrained" / "weights"
         config = read_config(path)
         assert (config["experiment"], config["system"]) == (experiment, system)
         assert (ROOT / config["provenance"]["run"]).is_file(), "the stored run the model reproduces"

@@ -1,5 +1,5 @@
-"""Train the shipped models and write them to ``pretrained/`` with their SHA-256 in
-``sparse_tutorial/pretrained/shipped.json``.
+"""Train the shipped models and write them to ``sparse_tutorial/pretrained/weights/`` (package data) with
+their SHA-256 in ``sparse_tutorial/pretrained/shipped.json``.
 
     python tools/export_pretrained.py                # every model of MODELS (hours of one CPU core)
     python tools/export_pretrained.py --dtype float32 nmt/NMT
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--dtype", choices=("float16", "float32"), default="float16")
     args = parser.parse_args()
     torch.set_num_threads(1)  # the stored runs' thread count: the same model to the last bit
-    folder = ROOT / "pretrained"
+    folder = pretrained.WEIGHTS_FOLDER
     folder.mkdir(exist_ok=True)
     manifest_path = Path(pretrained.__file__).with_name("shipped.json")
     manifest = {(e["experiment"], e["system"]): e for e in json.loads(manifest_path.read_text(encoding="utf-8"))}

@@ -16,33 +16,24 @@ experiment, the system, the model's constructor arguments, the vocabulary, and w
 the commit). Loading never unpickles anything. The SHA-256 of every file is part of this package
 (``shipped.json``), and :func:`load` refuses a file whose bytes differ, naming it.
 
-Where :func:`load` looks, in this order: the ``path`` it is given; the ``pretrained/`` folder of the
-repository (a clone of the book has the files); the data cache's ``pretrained/`` folder
-(:func:`~sparse_tutorial.data.cache.cache_dir`); else it downloads the file from :data:`PUBLISHED_URL` (or
-``$SPARSE_TUTORIAL_PRETRAINED_URL``) into that folder, and says so.
+The files are package data (``sparse_tutorial/pretrained/weights/``, 16 MB): every install, from a clone or
+a wheel, has the weights of its own version, and loading needs no network. :func:`load` reads them there,
+or the file given as ``path`` (a copy kept elsewhere); either way the SHA-256 is checked first.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparse_tutorial.data.cache import cache_dir
 from sparse_tutorial.pretrained.models import Summarizer, Translator, from_file
 
-__all__ = ["PUBLISHED_URL", "SHIPPED", "PretrainedError", "Shipped", "Summarizer", "Translator", "available",
+__all__ = ["SHIPPED", "WEIGHTS_FOLDER", "PretrainedError", "Shipped", "Summarizer", "Translator", "available",
            "load", "locate", "sha256"]
 
-PUBLISHED_URL = "https://github.com/sparse-attention-book/sparse-attention-book/raw/main/pretrained/"
-"""The project's published copy of the repository's ``pretrained/`` folder."""
-URL_ENV = "SPARSE_TUTORIAL_PRETRAINED_URL"
-"""Environment variable that replaces :data:`PUBLISHED_URL` (a mirror, or a ``file://`` folder)."""
-REPOSITORY_FOLDER = Path(__file__).resolve().parents[2] / "pretrained"
-"""The ``pretrained/`` folder of a clone of the book (absent in an installed wheel)."""
+WEIGHTS_FOLDER = Path(__file__).resolve().with_name("weights")
+"""Where the shipped files are: package data, installed with the library."""
 
 
 class PretrainedError(RuntimeError):
@@ -51,7 +42,7 @@ class PretrainedError(RuntimeError):
 
 @dataclass(frozen=True)
 class Shipped:
-    """One shipped model: its file name in ``pretrained/``, the file's SHA-256 and size in bytes."""
+    """One shipped model: its file name in :data:`WEIGHTS_FOLDER`, the file's SHA-256 and size in bytes."""
 
     experiment: str
     system: str
@@ -91,45 +82,28 @@ def _entry(experiment: str, system: str) -> Shipped:
         raise PretrainedError(f"no shipped model ({experiment!r}, {system!r}); the shipped ones are: {known}") from None
 
 
-def _download(entry: Shipped, folder: Path) -> Path:
-    url = os.environ.get(URL_ENV, PUBLISHED_URL).rstrip("/") + "/" + entry.file
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / entry.file
-    partial = target.with_suffix(".part")
-    print(f"sparse_tutorial.pretrained: downloading {entry.file} ({entry.bytes / 1e6:.1f} MB) from {url}")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
-            shutil.copyfileobj(response, out)
-    except OSError as error:
-        partial.unlink(missing_ok=True)
-        raise PretrainedError(f"{entry.file} is not in {REPOSITORY_FOLDER} nor in {folder}, and downloading it "
-                              f"from {url} failed: {error}") from error
-    partial.replace(target)
-    return target
-
-
-def locate(experiment: str, system: str, download: bool = True) -> Path:
-    """The verified file of shipped model ``(experiment, system)``: in the repository's ``pretrained/``
-    folder, else in the data cache's, else downloaded there (when ``download``).
+def locate(experiment: str, system: str) -> Path:
+    """The verified file of shipped model ``(experiment, system)`` in :data:`WEIGHTS_FOLDER`.
 
     Raises:
-        PretrainedError: unknown model; not found and not downloadable; or its SHA-256 is not the shipped one.
+        PretrainedError: unknown model; the file is missing from the installation; or its SHA-256 is not the
+            shipped one.
     """
     entry = _entry(experiment, system)
-    cached = cache_dir() / "pretrained"
-    for folder in (REPOSITORY_FOLDER, cached):
-        if (folder / entry.file).is_file():
-            return _verified(folder / entry.file, entry)
-    if not download:
-        raise PretrainedError(f"{entry.file} is neither in {REPOSITORY_FOLDER} nor in {cached}")
-    return _verified(_download(entry, cached), entry)
+    path = WEIGHTS_FOLDER / entry.file
+    if not path.is_file():
+        raise PretrainedError(f"{entry.file} is missing from {WEIGHTS_FOLDER} (an installation without the "
+                              f"package's data files): reinstall sparse_tutorial, or pass path= a copy of the "
+                              f"file (SHA-256 {entry.sha256})")
+    return _verified(path, entry)
 
 
 def _verified(path: Path, entry: Shipped) -> Path:
     found = sha256(path)
     if found != entry.sha256:
         raise PretrainedError(f"{path} is corrupted or not the shipped {entry.file}: its SHA-256 is {found}, the "
-                              f"shipped file's is {entry.sha256} (delete it and load again to download it)")
+                              f"shipped file's is {entry.sha256}; reinstall sparse_tutorial, or pass path= an "
+                              f"intact copy")
     return path
 
 

@@ -10,8 +10,13 @@ header explains the layout (one short row per SIMD lane, so sums over a row neve
 in consecutive vectors) and why sums are accumulated in double.
 
 Compilation. The kernel is compiled with the system's C++ compiler (``$CXX``, else ``c++``, ``g++`` or
-``clang++``) the first time it is needed in a process, which takes about a second and is logged, and is
-called through ``ctypes``. It is compiled for the CPU it runs on (``-march=native``): its vectors are as
+``clang++``) the first time it is needed on a machine, which takes a few seconds and is logged, and is called
+through ``ctypes``. The shared library is kept in the kernel cache, :func:`kernel_cache_dir` (``kernels/`` in
+the library's cache folder: ``$SPARSE_TUTORIAL_CACHE``, else ``~/.cache/sparse_tutorial``), under a name
+that hashes everything that makes it: the source, the compiler and its version, the flags, and the CPU
+(its model and feature flags, for ``-march=native``). A later process with the same of all of these loads it
+in milliseconds; any change builds a new one beside it. A flag set the compiler rejects is remembered
+there too (``.failed``), so it is not tried again. Deleting the folder clears the cache. It is compiled for the CPU it runs on (``-march=native``): its vectors are as
 wide as that CPU's registers (64 bytes with AVX-512, 32 with AVX2), because a kernel written for wider
 vectors than the CPU has is slower than plain PyTorch. ``$SPARSE_TUTORIAL_MARCH`` compiles for another
 target instead (``x86-64-v3`` is AVX2, ``x86-64-v4`` AVX-512), which is how the benchmark times both on one
@@ -26,8 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import logging
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -69,8 +76,36 @@ def _compiler() -> Optional[str]:
     return os.environ.get("CXX") or next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
 
 
+def kernel_cache_dir() -> Path:
+    """The folder of the compiled kernels: ``kernels/`` in :func:`~sparse_tutorial.data.cache.cache_dir`."""
+    from sparse_tutorial.data.cache import cache_dir
+
+    return cache_dir() / "kernels"
+
+
+def _cpu_identity() -> str:
+    """What ``-march=native`` compiles for: the CPU's model and feature flags (``/proc/cpuinfo``), else the
+    platform's description of the processor."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    wanted = [line for line in lines if line.startswith(("model name", "flags", "Features", "CPU part"))]
+    return "\n".join(dict.fromkeys(wanted)) or f"{platform.machine()} {platform.processor()}"
+
+
+def _cache_key(compiler: str, flags: list[str]) -> str:
+    """A digest of everything the shared library depends on: source, compiler and version, flags, CPU."""
+    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    digest = hashlib.sha256(KERNEL_SOURCE.read_bytes())
+    for part in (shutil.which(compiler) or compiler, version, " ".join(flags), _cpu_identity()):
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:20]
+
+
 def _build() -> tuple[ctypes.CDLL, list[str]]:
-    """Compile :data:`KERNEL_SOURCE` into a shared library and load it; return it and the flags that worked.
+    """Load the kernel from :func:`kernel_cache_dir`, compiling :data:`KERNEL_SOURCE` there first if it is not
+    cached yet; return the library and the flags that built it (the first flag set that works).
 
     Raises:
         RuntimeError: no compiler, or every flag set failed (the message ends with the compiler's last line).
@@ -78,16 +113,34 @@ def _build() -> tuple[ctypes.CDLL, list[str]]:
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler found (set CXX)")
-    _LOG.info("sparse_tutorial.projections.fused: compiling the projection kernel with %s for %s (once per process)",
-              compiler, target())
-    with tempfile.TemporaryDirectory() as directory:
-        library_path = Path(directory) / "fused_sparsemax.so"
-        for flags in compiler_flags():
-            command = [compiler, *flags, "-shared", "-fPIC", str(KERNEL_SOURCE), "-o", str(library_path)]
-            result = subprocess.run(command, capture_output=True, text=True)
-            if result.returncode == 0:
-                return _declare(ctypes.CDLL(str(library_path))), flags  # loaded: the file may go
-    last_line = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+    folder = kernel_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    last_line = ""
+    for flags in compiler_flags():
+        library_path = folder / f"fused_sparsemax-{_cache_key(compiler, flags)}.so"
+        failed = library_path.with_suffix(".failed")
+        if failed.exists():  # this compiler cannot build with these flags: not tried again on this machine
+            last_line = failed.read_text(encoding="utf-8")
+            continue
+        if library_path.exists():
+            try:
+                library = _declare(ctypes.CDLL(str(library_path)))
+                _LOG.info("sparse_tutorial.projections.fused: loaded the cached kernel %s", library_path)
+                return library, flags
+            except (OSError, AttributeError):  # unreadable or not our library: built again below
+                library_path.unlink(missing_ok=True)
+        _LOG.info("sparse_tutorial.projections.fused: compiling the projection kernel with %s for %s into %s "
+                  "(once per machine)", compiler, target(), folder)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".so.tmp", delete=False) as handle:
+            building = Path(handle.name)
+        command = [compiler, *flags, "-shared", "-fPIC", str(KERNEL_SOURCE), "-o", str(building)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode == 0:
+            os.replace(building, library_path)  # all at once: a process loading it never sees half a file
+            return _declare(ctypes.CDLL(str(library_path))), flags
+        building.unlink(missing_ok=True)
+        last_line = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+        failed.write_text(last_line, encoding="utf-8")
     raise RuntimeError(f"{compiler} failed: {last_line}")
 
 
