@@ -24,9 +24,8 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 def values_readable(tensor: Tensor) -> bool:
     """Whether code may branch on ``tensor``'s values, or raise on them, at no cost: eagerly on the CPU, outside
     ``torch.compile`` and ``torch.func`` transforms (module docstring)."""
-    if torch.compiler.is_compiling():
-        return False
-    return tensor.device.type == "cpu" and not torch._C._are_functorch_transforms_active()
+    # cheapest test first; under torch.compile is_compiling() answers before the functorch query is reached
+    return tensor.is_cpu and not torch.compiler.is_compiling() and not torch._C._are_functorch_transforms_active()
 
 
 def check_floating(tensor: Tensor, name: str, dim: Optional[int] = None) -> None:
