@@ -37,6 +37,28 @@ def masked_scores(rows: int = 6, length: int = 17, seed: int = 0) -> torch.Tenso
     return scores
 
 
+@pytest.mark.skipif(STAND_IN, reason="host-device syncs exist on CUDA only")
+def test_projections_and_multi_head_attention_never_wait_for_the_gpu():
+    """Forward and backward of every projection and of MultiHeadAttention under sync debug mode "error": a
+    value check or a data-dependent branch would wait for the device, and raise here."""
+    from sparse_tutorial import MultiHeadAttention
+
+    scores = masked_scores().to(DEVICE).requires_grad_(True)
+    attention = MultiHeadAttention(16, 4, batch_first=True, projection="entmax15", device=DEVICE)
+    inputs = torch.randn(2, 5, 16, device=DEVICE, requires_grad=True)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]], device=DEVICE)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for projection in PROJECTIONS.values():
+            projection(scores, dim=-1).square().sum().backward()
+        output, _ = attention(inputs, inputs, inputs, key_padding_mask=padding)
+        output.square().sum().backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.isfinite(scores.grad).all() and torch.isfinite(inputs.grad).all()
+
+
 @pytest.mark.parametrize("name", PROJECTIONS)
 def test_projections_and_their_gradients_match_the_cpu(name):
     project = PROJECTIONS[name]

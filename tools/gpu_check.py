@@ -1,8 +1,8 @@
 """The check to run first whenever a GPU is at hand (issue 33): one command, well within 10 minutes.
 
 1. The library's tests on CUDA (``tests/test_cuda.py`` and the GPU test of ``tests/test_fused.py``):
-   projections and their gradients against the CPU, attention in half precision, every model's forward
-   pass, one mixed-precision training step per model, beam search.
+   projections and their gradients against the CPU, and without a host-device sync; attention in half
+   precision, every model's forward pass, one mixed-precision training step per model, beam search.
 2. One timed stretch of full-size training per experiment, on batches of the full profile's shapes (random
    token ids: a step's time does not depend on which tokens it sees), in float32 and with mixed precision:
    seconds per step, target tokens per second, and the peak GPU memory. With the steps per epoch of the
@@ -10,11 +10,12 @@
 3. The library's training loop (:func:`~sparse_tutorial.training.train`) on NMT batches of the medium and
    full sizes, reading the values it keeps on the device every step (as it did before issue 33) and every
    :data:`~sparse_tutorial.training.READ_EVERY` steps: what not waiting for the GPU at each step gains.
-4. Every chapter in its quick profile with the GPU visible (``tools/book_tools.py execute --gpu`` on a copy
+4. The medium NMT system's training step, eager and under ``torch.compile`` (seconds per step).
+5. Every chapter in its quick profile with the GPU visible (``tools/book_tools.py execute --gpu`` on a copy
    of ``book/``, :data:`CHAPTER_WORKERS` at a time): chapters 9-11 then train on the GPU, and their asserts
    must hold there as they hold on any CPU. Chapter 10's three quick systems are trained side by side as the
    chapters start (:func:`start_quick_systems`).
-5. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
+6. One epoch of each experiment's first full-profile run through its real code (``execute``: the corpus,
    training on the GPU, decoding, the metrics), with every epoch count cut to 1 and the evaluation sets to
    :data:`EVALUATION_CAP` items; the experiments run side by side, each in its own process, so the seconds
    are an upper bound of a run's epoch there.
@@ -65,7 +66,7 @@ EVALUATION_CAP = 200
 """Dev and test items kept in :func:`one_epoch` (the full profiles evaluate on 1,000-2,000)."""
 CUT_TO_ONE = {"epochs"}
 CUT_TO_CAP = {"n_dev", "n_test"}
-PARTS = ("tests", "timings", "loop", "chapters", "one_epoch")
+PARTS = ("tests", "timings", "loop", "compile", "chapters", "one_epoch")
 """The parts of the check, in the order they run (``--parts``)."""
 LOOP_STEPS = 64
 """Timed steps of the training loop per measurement (two reads' worth at ``READ_EVERY`` = 32)."""
@@ -221,6 +222,38 @@ def loop_gain(device: torch.device, steps: int = LOOP_STEPS, profiles: tuple[str
                            f"seconds_per_step_read_every_{kept}": round(seconds[kept], 4),
                            "speed_up": round(seconds[1] / seconds[kept], 3),
                            "target_tokens_per_step": int(batches[0].tgt_mask.sum())}
+    return report
+
+
+def compiled_step(device: torch.device, steps: int = LOOP_STEPS) -> dict[str, Any]:
+    """Seconds per training step of the medium NMT system, eager and under ``torch.compile``, on the same
+    batches (the compiled model after a warm-up that compiles it)."""
+    sizes = nmt_training.SIZES["medium"]
+    batches = nmt_batches("medium", device, steps)
+    vocab = sizes.corpus.vocab_size
+    report: dict[str, Any] = {"steps": steps}
+    for label, wrap in (("eager", lambda model: model), ("compiled", torch.compile)):
+        torch.manual_seed(0)
+        model = nmt_training.build_model(nmt_training.SYSTEMS["NMT"], sizes, vocab, vocab).to(device).train()
+        compiled = wrap(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=sizes.learning_rate)
+
+        def step(batch: Any) -> None:
+            optimizer.zero_grad(set_to_none=True)
+            seq2seq_loss(compiled, batch)[0].backward()
+            optimizer.step()
+
+        for batch in batches[:3]:  # warm-up: compilation, cuDNN plans, the allocator
+            step(batch)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        tic = time.perf_counter()
+        for batch in batches:
+            step(batch)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        report[f"seconds_per_step_{label}"] = round((time.perf_counter() - tic) / steps, 4)
+    report["speed_up"] = round(report["seconds_per_step_eager"] / report["seconds_per_step_compiled"], 3)
     return report
 
 
@@ -428,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     if "loop" in parts:
         report["loop"] = {**measured, **loop_gain(device)}
         print("loop:", report["loop"], flush=True)
+    if "compile" in parts:
+        report["compile"] = {**measured, **compiled_step(device)}
+        print("compile:", report["compile"], flush=True)
     path.write_text(json.dumps(report, indent=1) + "\n")
     if "chapters" in parts:
         chosen = [path.resolve() for path in args.chapter] if args.chapter else None

@@ -105,7 +105,7 @@ class DebianArchive:
                 raise FetchError(
                     f"{MIRROR} {SUITE} is now at point release {self.release.get('Version')!r} "
                     f"({self.release.get('Date')}), the apt corpora are pinned to {POINT_RELEASE}: their stored "
-                    "runs were made on it. To move them on purpose, follow README.md, 'Bumping a corpus'.")
+                    "runs were made on it. To move them on purpose, follow 'Bumping a corpus' in the data appendix (book/appendix/data.md).")
         except BaseException:
             self._tmp.cleanup()
             raise

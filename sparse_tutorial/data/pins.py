@@ -6,7 +6,7 @@ day; these are their hashes, the ones the stored runs of ``book/results/`` were 
 hashes the results files record and compares). A fetch whose files differ stores nothing and fails, and a cached corpus that differs, such as one fetched before the pins, is not
 loaded: ``python -m sparse_tutorial.data fetch NAME --force`` replaces it.
 
-A corpus is moved to other bytes only on purpose (README.md, "Bumping a corpus"): new version, new pins
+A corpus is moved to other bytes only on purpose ("Bumping a corpus" in book/appendix/data.md): new version, new pins
 here, and the stored runs that read it made again (the pins are code, so the changed fingerprint of every
 run record asks for that).
 """
@@ -32,7 +32,7 @@ PINNED: dict[str, dict[str, str]] = {
 """Corpus name -> {file name -> SHA-256}."""
 
 
-BUMPING = "to move a corpus to new bytes on purpose, follow README.md, 'Bumping a corpus'"
+BUMPING = "to move a corpus to new bytes on purpose, follow 'Bumping a corpus' in the data appendix (book/appendix/data.md)"
 
 
 def pin_mismatch(name: str, files: Mapping[str, str]) -> str | None:
