@@ -82,3 +82,21 @@ def test_the_claims_are_fixed_with_margins_and_name_their_table():
                                                ([3.0], False)])
 def test_convergence_is_the_last_epochs_gain(dev_bleu, plateau):
     assert converged(dev_bleu)["plateau"] is plateau
+
+
+def test_each_penalised_run_keeps_its_own_collapse_measures():
+    """Collapse measured, not only counted: the first epoch a run's dev attention spread above the rule's cut,
+    and a reading by BLEU (defined after the data) beside the committed rule."""
+    from sparse_tutorial.experiments.nmt import design
+    from sparse_tutorial.experiments.nmt.results import collapse_by_bleu
+
+    assert design.spread_epoch([0.2, 0.9, 1.4, 2.0]) == 3 and design.spread_epoch([0.1, 0.05]) is None
+    runs = [{"seeds": "pilot", "arm": "+Entropy", "bleu": 9.0, "collapsed": True},
+            {"seeds": "pilot", "arm": "+Entropy", "bleu": 18.5, "collapsed": True},
+            {"seeds": "pilot", "arm": "+Entropy", "bleu": 30.0, "collapsed": False},
+            {"seeds": "fresh", "arm": "+Entropy", "bleu": 12.8, "collapsed": False},   # the rule and BLEU disagree
+            {"seeds": "fresh", "arm": "+Entropy", "bleu": 29.0, "collapsed": False}]
+    reading = collapse_by_bleu(runs)
+    assert reading["defined_after_the_data"] and reading["bleu_ceiling"] == 18.5
+    assert reading["fresh"]["+Entropy"] == {"collapsed": 1, "seeds": 2, "share": 0.5}
+    assert reading["pilot"]["+Entropy"]["collapsed"] == 2

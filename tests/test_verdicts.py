@@ -5,7 +5,7 @@ import pytest
 from sparse_tutorial.stats.design import Arm, Design, DesignedClaim
 from sparse_tutorial.stats.inference import Claim, compare, judge_family
 from sparse_tutorial.stats.verdicts import (claims_table, described_claim, design_agrees, design_summary,
-                                            design_table, markdown_escaped, markdown_table, number_text,
+                                            design_table, markdown_escaped, markdown_table, number_text, p_text,
                                             verdicts_in_brief)
 from sparse_tutorial.training import epoch_generator, epoch_seed
 
@@ -32,7 +32,7 @@ def test_claims_table_lists_contradictions_first_with_the_interval_of_the_verdic
     rows = claims_table(claims)
     assert [row["verdict"] for row in rows] == ["✗", "?", "✓"]
     assert rows[2]["ours"].startswith("+1") and "[" in rows[2]["ours"] and rows[2]["detectable"] == ""
-    assert rows[1]["detectable"].startswith("≥ ") and rows[1]["p_holm"] >= rows[1]["p"]
+    assert rows[1]["detectable"].startswith("≥ ") and float(rows[1]["p_holm"]) >= float(rows[1]["p"])
 
 
 def test_verdicts_in_brief_is_a_table_of_every_claim_contradictions_first():
@@ -87,9 +87,14 @@ def test_design_table_shows_verdicts_with_their_interval_pending_claims_and_esti
     assert primary["verdict"] == "✓" and primary["ours"].startswith(number_text(judged["estimate"], "+.3g"))
     low, high = judged["interval"]
     assert primary["ours"].endswith(f"[{number_text(low, '+.3g')}, {number_text(high, '+.3g')}]") and low > 0
-    assert secondary["verdict"] == "pending (5/10 fresh seeds)" and secondary["ours"] == "" and secondary["p"] is None
+    assert secondary["verdict"] == "pending (5/10 fresh seeds)" and secondary["ours"] == "" and secondary["p"] == ""
     assert estimated["family"] == "estimation" and estimated["verdict"] == "—" and estimated["fresh seeds"] == 3
     assert estimated["ours"].startswith("+0 [")
+
+
+def test_p_values_are_rounded_once_from_their_unrounded_value():
+    assert p_text(1 / 1024) == "0.00098" and p_text(1 / 1024, 3) == "0.000977" and p_text(None) == ""
+    assert p_text(0.0019531, 3) == "0.00195" and p_text(0.5) == "0.5"
 
 
 def test_design_agrees_checks_each_verdict_against_its_interval_and_its_seeds():

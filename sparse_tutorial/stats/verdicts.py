@@ -40,6 +40,13 @@ def number_text(value: float, spec: str) -> str:
     return text
 
 
+def p_text(p: float | None, digits: int = 2) -> str:
+    """A p-value as text, rounded once from its unrounded value (``"0.00098"`` for 1/1024 at two digits,
+    ``"0.000977"`` at three); ``""`` for a claim without one. Text, so that a table never shows more digits
+    than the value was rounded to (a float 0.00098 would print as ``9.800e-04``)."""
+    return "" if p is None else number_text(p, f".{digits}g")
+
+
 def bounds_text(low: float | None, high: float | None, spec: str) -> str:
     """``"[+0.1, +0.7]"``: an interval's ends formatted by ``spec``; an unbounded end (infinite, or ``None`` as
     a results file stores it) is ``−∞``/``+∞``."""
@@ -77,8 +84,7 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
         if entry.get("ci_holm") is not None:
             ours += " " + interval_text(entry, f"+.{digits}g")
         rows.append({"claim": name, "verdict": entry["verdict"], "ours": ours,
-                     "p": None if entry["p"] is None else float(f"{entry['p']:.2g}"),
-                     "p_holm": None if entry["p_holm"] is None else float(f"{entry['p_holm']:.2g}"),
+                     "p": p_text(entry["p"]), "p_holm": p_text(entry["p_holm"]),
                      "detectable": (f"≥ {number_text(entry['mde'], '.2g')}" if entry["verdict"] == "?" and entry.get("mde")
                                     is not None else ""),
                      "margin": "none" if entry["margin"] is None else f"±{entry['margin']:g}",
@@ -111,14 +117,14 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
                          else judged["verdict"],
                          "ours": "" if judged is None else number_text(judged["estimate"], spec)
                          + interval(judged["interval"]),
-                         "p": None if judged is None else float(f"{judged['p']:.2g}"),
+                         "p": "" if judged is None else p_text(judged["p"], 3),
                          "power": round(entry["power"], 2), "detectable": f"≥ {number_text(entry['mde'], '.2g')}",
                          "fresh seeds": fresh})
     for name, entry in section["estimation"].items():
         rows.append({"family": "estimation", "claim": name, "verdict": "—",
                      "ours": "" if entry["mean"] is None
                      else number_text(entry["mean"], spec) + interval(entry["ci95"]),
-                     "p": None, "power": None, "detectable": "", "fresh seeds": len(
+                     "p": "", "power": None, "detectable": "", "fresh seeds": len(
                          [seed for seed in entry["seeds"] if seed in section["fresh_seeds"]])})
     return rows
 

@@ -105,6 +105,12 @@ def collapsed(entropy_per_token: float) -> bool:
     return entropy_per_token < COLLAPSE_ENTROPY
 
 
+def spread_epoch(dev_entropy: Sequence[float]) -> int | None:
+    """The first epoch (counting from 1) after which a run's dev attention had over :data:`COLLAPSE_ENTROPY`
+    nats per target token, or ``None`` if it never did: how long a penalised run took to leave the collapse."""
+    return next((epoch for epoch, value in enumerate(dev_entropy, 1) if value > COLLAPSE_ENTROPY), None)
+
+
 def collapse_rates(entropies: Mapping[str, Sequence[float]]) -> dict[str, dict[str, Any]]:
     """``{arm: {collapsed, seeds, share, ci95}}`` from each penalised arm's per-seed test entropy per token."""
     rates = {}

@@ -72,7 +72,7 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
     for run, result in sorted(zip(runs, results), key=lambda pair: pair[0].get("seed", 0)):
         if run.kind == "system" and run["seed"] >= seeds:  # the confirmatory design's fresh seeds
             arm = arm_name(System(**{f.name: run[f.name] for f in fields(System)}))
-            fresh.setdefault(arm, {})[run["seed"]] = result["metrics"]
+            fresh.setdefault(arm, {})[run["seed"]] = {**result["metrics"], "dev_entropy": result["epochs"]["dev_entropy"]}
         elif run.kind == "system":
             arm = arm_name(System(**{f.name: run[f.name] for f in fields(System)}))
             systems.setdefault(arm, []).append(result)
@@ -121,16 +121,20 @@ def assemble(profile: str, seeds: int, runs: Sequence[Run], results: Sequence[di
         "training_speed": single.get("speed"),
     }
     results["checks"] = checks(results, seeds, len(data.test), systems, judge(found, mechanisms))
-    if profile == design.PROFILE:
-        results["checks"]["design"] = confirmatory(per_seed, fresh)
-    return rounded(results)
+    training = results["training"]
+    results = rounded(results)
+    if profile == design.PROFILE:  # unrounded: a chapter rounds each of its numbers once, when it prints it
+        results["checks"]["design"] = confirmatory(per_seed, training, fresh)
+    return results
 
 
-def confirmatory(pilot: dict[str, list[dict[str, Any]]], fresh: dict[str, dict[int, dict[str, Any]]]
-                 ) -> dict[str, Any]:
+def confirmatory(pilot: dict[str, list[dict[str, Any]]], training: dict[str, list[dict[str, Any]]],
+                 fresh: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     """The confirmatory design (:mod:`~sparse_tutorial.experiments.nmt.design`) and what its fresh seeds say
     (:meth:`~sparse_tutorial.stats.design.Design.section` of the per-seed BLEU differences), with the collapse
-    rates of the penalised arms over the pilot's and the fresh seeds, each kept apart."""
+    of the penalised arms over the pilot's and the fresh seeds, each kept apart: the committed rule's rates
+    (``collapse``), every penalised run's own measures (``collapse_runs``), and a reading by BLEU defined after
+    the data (``collapse_by_bleu``, :func:`collapse_by_bleu`)."""
     every = {arm: {row["seed"]: row["bleu"] for row in rows} for arm, rows in pilot.items()}
     for arm, runs in fresh.items():
         every.setdefault(arm, {}).update({seed: metrics["bleu"] for seed, metrics in runs.items()})
@@ -139,12 +143,43 @@ def confirmatory(pilot: dict[str, list[dict[str, Any]]], fresh: dict[str, dict[i
                    for claim, c in design.DESIGN.items()}
     section = design.CONFIRMATORY.section(differences, {arm: sorted(runs) for arm, runs in fresh.items()},
                                           design.__file__)
-    collapse = {kind: design.collapse_rates({arm: [m["entropy_per_token"] for m in runs]
-                                             for arm, runs in source.items() if arm in design.PENALISED
-                                             or arm.startswith("λ =")})
-                for kind, source in (("pilot", pilot), ("fresh", {a: list(r.values()) for a, r in fresh.items()}))}
+    penalised = {"pilot": {arm: [{**row, "dev_entropy": epochs["dev_entropy"]} for row, epochs in zip(rows, training[arm])]
+                           for arm, rows in pilot.items() if _penalised(arm)},
+                 "fresh": {arm: [{"seed": seed, **metrics} for seed, metrics in sorted(runs.items())]
+                           for arm, runs in fresh.items() if _penalised(arm)}}
+    runs = [{"seeds": kind, "arm": arm, "seed": row["seed"], "entropy_per_token": row["entropy_per_token"],
+             "bleu": row["bleu"], "spread_epoch": design.spread_epoch(row["dev_entropy"]),
+             "collapsed": design.collapsed(row["entropy_per_token"])}
+            for kind, arms in penalised.items() for arm, rows in arms.items() for row in rows]
     return {**section, "sd_for_power": design.SD_FOR_POWER, "collapse_entropy": design.COLLAPSE_ENTROPY,
-            "collapse": collapse}
+            "collapse": {kind: design.collapse_rates({arm: [row["entropy_per_token"] for row in rows]
+                                                      for arm, rows in arms.items()})
+                         for kind, arms in penalised.items()},
+            "collapse_runs": runs, "collapse_by_bleu": collapse_by_bleu(runs)}
+
+
+def _penalised(arm: str) -> bool:
+    """Whether ``arm`` trains with an entropy penalty: a penalised system of the design, or a λ of the sweep."""
+    return arm in design.PENALISED or arm.startswith("λ =")
+
+
+def collapse_by_bleu(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A second reading of collapse, by BLEU, defined after the fresh seeds were seen (so it judges nothing):
+    a penalised run counts as collapsed when its test BLEU is at most that of the best pilot run the committed
+    rule calls collapsed (the pilot's collapsed runs span 8.6-18.5 BLEU). ``{"defined_after_the_data", "rule",
+    "bleu_ceiling", "pilot": rates, "fresh": rates}``, each rate ``{collapsed, seeds, share}`` per arm."""
+    ceiling = max((run["bleu"] for run in runs if run["seeds"] == "pilot" and run["collapsed"]), default=None)
+    reading: dict[str, Any] = {"defined_after_the_data": True, "bleu_ceiling": ceiling,
+                               "rule": "test BLEU at most the best BLEU of a pilot run the committed rule calls "
+                                       "collapsed"}
+    for kind in ("pilot", "fresh"):
+        counted: dict[str, list[bool]] = {}
+        for run in runs:
+            if run["seeds"] == kind:
+                counted.setdefault(run["arm"], []).append(ceiling is not None and run["bleu"] <= ceiling)
+        reading[kind] = {arm: {"collapsed": sum(calls), "seeds": len(calls), "share": sum(calls) / len(calls)}
+                         for arm, calls in counted.items()}
+    return reading
 
 
 def checks(results: dict[str, Any], seeds: int, n_test: int, systems: dict[str, list[dict[str, Any]]],
