@@ -119,12 +119,19 @@ def test_the_assembled_design_keeps_pilot_and_fresh_collapses_apart():
     pilot = {"+Entropy": [{"seed": s, "bleu": b, "entropy_per_token": e}
                           for s, b, e in ((0, 30.6, 1.84), (1, 9.0, 0.006), (2, 26.4, 1.80))],
              "NMT": [{"seed": s, "bleu": b, "entropy_per_token": 2.2} for s, b in ((0, 32.3), (1, 30.2), (2, 29.7))]}
-    fresh = {"+Entropy": {s: {"bleu": 28.0, "entropy_per_token": 0.5 if s == 3 else 1.9} for s in design.FRESH_SEEDS}}
-    section = assemble_confirmatory(pilot, fresh)
+    training = {"+Entropy": [{"dev_entropy": curve} for curve in ([0.5, 1.5], [0.01, 0.02], [0.9, 1.2])],
+                "NMT": [{"dev_entropy": [1.8, 2.0]}] * 3}
+    fresh = {"+Entropy": {s: {"bleu": 28.0, "entropy_per_token": 0.5 if s == 3 else 1.9,
+                              "dev_entropy": [0.4, 0.6] if s == 3 else [0.7, 1.9]} for s in design.FRESH_SEEDS}}
+    section = assemble_confirmatory(pilot, training, fresh)
     assert section["collapse"]["pilot"]["+Entropy"]["collapsed"] == 1
     assert section["collapse"]["fresh"]["+Entropy"] == {"collapsed": 1, "seeds": 10, "share": 0.1,
                                                         "ci95": list(c.clopper_pearson(1, 10))}
     assert section["families"]["primary"]["+Entropy beats NMT (Table I)"]["judged"] is None  # NMT has no fresh seed
+    runs = section["collapse_runs"]
+    assert len(runs) == 13 and {run["arm"] for run in runs} == {"+Entropy"}  # every penalised run, no other
+    assert [run["spread_epoch"] for run in runs if run["seeds"] == "pilot"] == [2, None, 2]
+    assert section["collapse_by_bleu"]["bleu_ceiling"] == 9.0
 
 
 APPENDIX = Path(__file__).resolve().parents[1] / "book" / "appendix" / "reproducibility.md"
