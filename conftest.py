@@ -1,10 +1,16 @@
-"""Fixtures shared by the tests of the built book (tests/test_book_links.py, tests/test_browser.py)."""
+"""Fixtures shared by the tests of the built book (tests/test_book_links.py, tests/test_browser.py), and the
+environment of the kernels nbval starts."""
+import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
 BUILT_HTML = REPO_ROOT / "_build" / "html"
+
+# The stored outputs carry no progress bar (tools/book_tools.py executes the chapters with TQDM_DISABLE):
+# the kernels nbval starts inherit this process's environment and run the chapters the same way.
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ and colours; :func:`attention_heatmap` draws a ``(tgt_len, src_len)`` weight mat
 the axes (chapter 1 introduces it, chapters 10–13 use it on trained models); :func:`plot_distributions`
 draws several attention vectors over the same positions side by side (chapters 3 and 8); :func:`mark_links`
 outlines the cells of gold alignment links on a heatmap (chapter 10); :func:`attention_diagram` draws the
-book's map of the mechanism, the box a chapter changes coloured (chapters 1–8).
+book's map of the mechanism, the box a chapter changes coloured (chapters 1–8); :func:`claim_family_plot`
+draws one family of a paper's claims, seed by seed, with the interval that decided each (chapters 10–14).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 __all__ = ["set_style", "attention_heatmap", "mark_links", "plot_distributions", "attention_diagram",
-           "ATTENTION_CMAP", "PALETTE", "MECHANISM_PARTS"]
+           "claim_family_plot", "ATTENTION_CMAP", "PALETTE", "MECHANISM_PARTS"]
 
 PALETTE = "colorblind"
 """Colour palette of every figure, static (seaborn) and interactive (:mod:`sparse_tutorial.interactive`)."""
@@ -251,4 +252,44 @@ def attention_diagram(highlight: str | None = None, ax: Axes | None = None) -> A
         ax.annotate("", xy=end, xytext=start, arrowprops={**arrow, "linestyle": style})
     ax.text(9.75, 2.95, "decoder", ha="right", va="center", fontsize=9, color="#555555")
     ax.text(2.8, 1.68, "next step", ha="right", va="center", fontsize=8, color="#555555")
+    return ax
+
+
+VERDICT_COLOURS = {"✓": "tab:green", "✗": "tab:red", "?": "tab:grey"}
+"""The colour of a claim's interval in :func:`claim_family_plot`, by verdict."""
+
+
+def claim_family_plot(evidence: Sequence, unit: str, title: str, ax: Axes | None = None) -> Axes:
+    """One family of claims, a row each: every seed's difference as a point, the interval of the test that
+    made the verdict as a bar (coloured by verdict) around its estimate, the paper's effect as a diamond
+    where it states one, zero as a line, and the margin of an "on par" or "no better" claim shaded.
+
+    Args:
+        evidence: :class:`~sparse_tutorial.stats.verdicts.ClaimEvidence` rows, drawn top to bottom.
+        unit: what the differences are measured in (``"BLEU"``, ``"AER"``), for the x label.
+        title: the figure's title; it should state the finding.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.9 + 0.75 * len(evidence)))
+    finite = [value for row in evidence for value in (*row.differences, *(row.interval or ()), row.paper or 0.0)
+              if value is not None and np.isfinite(value)]
+    span = (max(finite) - min(finite)) if finite else 1.0
+    for y, row in enumerate(evidence):
+        if row.margin:
+            ax.fill_betweenx([y - 0.35, y + 0.35], -row.margin, row.margin, color="0.9", zorder=0)
+        ax.scatter(row.differences, np.full(len(row.differences), y + 0.18), s=14, color="0.35", zorder=2,
+                   label="one seed" if y == 0 else None)
+        if row.interval is not None:
+            low, high = (np.clip(bound, min(finite) - span, max(finite) + span) for bound in row.interval)
+            ax.plot([low, high], [y, y], color=VERDICT_COLOURS.get(row.verdict, "black"), linewidth=3, zorder=3)
+        if row.estimate is not None:
+            ax.scatter([row.estimate], [y], color="black", s=22, zorder=4, label="estimate, its interval" if y == 0 else None)
+        if row.paper is not None:
+            ax.scatter([row.paper], [y], marker="D", color="tab:orange", s=40, zorder=5,
+                       label="the paper's effect" if not any(r.paper is not None for r in evidence[:y]) else None)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(evidence)), [f"{row.verdict}  {row.claim}" for row in evidence])
+    ax.set_ylim(len(evidence) - 0.5, -0.5)
+    ax.set(xlabel=f"difference a − b ({unit})", title=title)
+    ax.legend(loc="best", fontsize=8)
     return ax

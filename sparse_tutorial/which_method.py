@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from sparse_tutorial.lookup import LookupTask, train_lookup
 from sparse_tutorial.projections import get_projection

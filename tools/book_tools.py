@@ -144,7 +144,8 @@ def execute_book(
     """
     if profile_name not in PROFILES:
         raise ValueError(f"profile_name must be one of {PROFILES}, got {profile_name!r}")
-    overrides = {"SPARSE_TUTORIAL_PROFILE": profile_name, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    # TQDM_DISABLE: a progress bar is for a reader who runs a cell, not for the stored outputs of the book
+    overrides = {"SPARSE_TUTORIAL_PROFILE": profile_name, "PYDEVD_DISABLE_FILE_VALIDATION": "1", "TQDM_DISABLE": "1"}
     if not use_gpu:
         overrides["CUDA_VISIBLE_DEVICES"] = ""
     seconds = {}

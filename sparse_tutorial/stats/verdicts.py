@@ -11,6 +11,7 @@ the bootstrap's unadjusted ``ci95`` describes the spread and is labelled so wher
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -243,3 +244,50 @@ def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f
         details.append(detectable)
     value = f"{label}{number_text(scale * entry['effect'], spec)}{unit}"
     return f"{entry['verdict']} ({value}, {', '.join(details)})" if with_verdict else f"{value} ({', '.join(details)})"
+
+
+@dataclass(frozen=True)
+class ClaimEvidence:
+    """What a figure of a claim family shows of one claim: every seed's difference ``a − b``, the interval of
+    the test that made the verdict with the estimate it brackets, the paper's effect where it states one, and
+    the margin of an "on par" or "no better" claim (:func:`~sparse_tutorial.plotting.claim_family_plot`)."""
+
+    claim: str
+    verdict: str
+    differences: tuple[float, ...]
+    estimate: float | None
+    interval: tuple[float, float] | None
+    paper: float | None = None
+    margin: float | None = None
+
+
+def _finite_bounds(bounds: Any) -> tuple[float, float] | None:
+    """An interval as a results file stores it (``None`` for an unbounded end) with its ends as floats."""
+    if bounds is None:
+        return None
+    low, high = bounds
+    return (-np.inf if low is None else float(low), np.inf if high is None else float(high))
+
+
+def design_evidence(section: dict[str, Any], family: str, paper_effects: dict[str, float | None] | None = None
+                    ) -> list[ClaimEvidence]:
+    """The judged claims of ``family`` in a design section, each with its fresh seeds' differences, the
+    Hodges–Lehmann estimate and interval of its signed-rank test, and ``paper_effects[claim]`` when given."""
+    rows = []
+    for name, entry in section["families"][family].items():
+        judged = entry["judged"]
+        if judged is not None:
+            rows.append(ClaimEvidence(name, judged["verdict"], tuple(judged["differences"]), judged["estimate"],
+                                      _finite_bounds(judged["interval"]), (paper_effects or {}).get(name),
+                                      entry["margin"]))
+    return rows
+
+
+def pilot_evidence(claims: dict[str, dict[str, Any]]) -> list[ClaimEvidence]:
+    """The judged claims of a results file's ``checks["claims"]``, each with its seeds' differences (the
+    means per seed, ``seed_level``), its effect, the interval at Holm's level that made its verdict
+    (``ci_holm``) and the paper's effect."""
+    return [ClaimEvidence(name, entry["verdict"], tuple(np.subtract(entry["seed_level"]["a"], entry["seed_level"]["b"])),
+                          entry["effect"], _finite_bounds(entry["ci_holm"]), entry.get("paper_effect"),
+                          entry.get("margin"))
+            for name, entry in ordered_claims(claims) if entry["verdict"] != "not tested" and entry.get("seed_level")]
