@@ -138,3 +138,10 @@ def test_the_tests_part_names_the_tests_that_failed(tmp_path, monkeypatch):
     report = gpu_check.run_tests(tmp_path)
     assert report["failed"] == ["tests/test_cuda.py::test_one"] and report["returncode"] == 1
     assert report["summary"].startswith("1 failed, 3 passed")
+
+
+def test_every_chapter_the_gpu_check_names_is_in_the_tree():
+    """Chapters renamed since the check ran are renamed in the file too (it says so), so a reader who follows
+    a name from it finds the chapter."""
+    chapters = json.loads((REPO / "book" / "results" / "gpu_check.json").read_text())["chapters"]
+    assert chapters["chapters"] and all((REPO / "book" / name).is_file() for name in chapters["chapters"])
