@@ -278,7 +278,7 @@ def claim_family_plot(evidence: Sequence, unit: str, title: str, ax: Axes | None
         if row.margin:
             ax.fill_betweenx([y - 0.35, y + 0.35], -row.margin, row.margin, color="0.9", zorder=0)
         ax.scatter(row.differences, np.full(len(row.differences), y + 0.18), s=14, color="0.35", zorder=2,
-                   label="one seed" if y == 0 else None)
+                   label="one run" if y == 0 else None)
         if row.interval is not None:
             low, high = (np.clip(bound, min(finite) - span, max(finite) + span) for bound in row.interval)
             ax.plot([low, high], [y, y], color=VERDICT_COLOURS.get(row.verdict, "black"), linewidth=3, zorder=3)
