@@ -10,6 +10,7 @@ draws one family of a paper's claims, seed by seed, with the interval that decid
 """
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Collection, Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -288,8 +289,8 @@ def claim_family_plot(evidence: Sequence, unit: str, title: str, ax: Axes | None
             ax.scatter([row.paper], [y], marker="D", color="tab:orange", s=40, zorder=5,
                        label="the paper's effect" if not any(r.paper is not None for r in evidence[:y]) else None)
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_yticks(range(len(evidence)), [f"{row.verdict}  {row.claim}" for row in evidence])
+    ax.set_yticks(range(len(evidence)), [textwrap.fill(f"{row.verdict}  {row.claim}", 48) for row in evidence])
     ax.set_ylim(len(evidence) - 0.5, -0.5)
     ax.set(xlabel=f"difference a − b ({unit})", title=title)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return ax
