@@ -332,9 +332,9 @@ class MultiHeadAttention(nn.Module):
     attribute is therefore ``False`` here, always: every call runs this module's projection
     (``packed_in_projection`` says whether q, k and v share torch's packed ``in_proj_weight``).
 
+    Every argument before ``projection`` is ``torch.nn.MultiheadAttention``'s, with its meaning.
+
     Args:
-        embed_dim, num_heads, dropout, bias, add_bias_kv, add_zero_attn, kdim, vdim, batch_first, device,
-            dtype: as in ``torch.nn.MultiheadAttention``.
         projection: as for :class:`Attention`; e.g. ``AlphaEntmax(1.5, learnable=True,
             alpha_shape=(num_heads, 1, 1))`` learns one α per head (Correia et al. 2019).
         **projection_kwargs: as for :class:`Attention`.

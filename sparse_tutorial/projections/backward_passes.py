@@ -10,7 +10,7 @@ support.
 
 Every implementation of the projections uses them: the eager searches, the code by sorting, the compiled
 kernel's double backward and α-entmax. They are static (no branch on the data) wherever the values are not
-readable (:func:`~sparse_tutorial._validation.values_readable`), so ``torch.compile`` traces them and
+readable (``values_readable`` of the library's input checks), so ``torch.compile`` traces them and
 ``torch.func`` batches them.
 """
 from __future__ import annotations

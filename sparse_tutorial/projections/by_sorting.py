@@ -5,7 +5,7 @@ The threshold searches of :mod:`~sparse_tutorial.projections.sparsemax_eager` an
 every step. On the CPU that is free. On a GPU every test waits for the device (a host–device sync);
 ``torch.compile`` cannot trace a loop whose length depends on the data (a graph break); ``torch.func.vmap``
 cannot batch it at all. So on every device but the CPU, under ``torch.compile`` and inside ``torch.func``
-transforms (:func:`~sparse_tutorial._validation.values_readable` says which), the thresholds are found by
+transforms (``values_readable`` of the library's input checks says which), the thresholds are found by
 sorting instead: a fixed sequence of tensor operations, O(n log n) per row, that gives the same exact τ (to
 float rounding).
 

@@ -7,7 +7,7 @@
   (:mod:`sparse_tutorial.projections.fused`) when a compiler is at hand, and as that eager PyTorch code
   otherwise (or inside ``with fused.eager():``).
 * On other devices, under ``torch.compile`` and inside ``torch.func`` transforms, where the code must be
-  static (:func:`~sparse_tutorial._validation.values_readable`), they run the thresholds by sorting of
+  static (``values_readable`` of the library's input checks), they run the thresholds by sorting of
   :mod:`sparse_tutorial.projections.by_sorting`: no host–device sync, no graph break, batched by ``vmap``.
 
 All three are exact and agree to float rounding.
