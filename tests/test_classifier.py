@@ -93,6 +93,7 @@ def test_multiclass_head_and_losses():
     s, y = torch.tensor([2.0, -1.0]), torch.tensor([1, 1])
     expected = -torch.log(torch.sigmoid(torch.tensor([2.0, -1.0]))).mean()   # eq. 5 with y = +1
     torch.testing.assert_close(classification_loss(s, y), expected)
+    torch.testing.assert_close(classification_loss(s.double(), y), expected.double())   # float64 logits too
     torch.testing.assert_close(predicted_probability(torch.tensor([0.0, math.log(3)])), torch.tensor([0.5, 0.75]))
 
 

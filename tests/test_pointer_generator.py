@@ -80,6 +80,22 @@ def test_final_distribution_sums_to_one_over_extended_vocabulary(coverage):
     assert ((output.p_gen > 0) & (output.p_gen < 1)).all()
 
 
+@pytest.mark.parametrize("projection", ["sparsemax", "entmax15"])
+def test_a_sparse_projection_copies_nothing_from_the_words_it_ignores(projection):
+    model = small_model(projection=projection)
+    source, mask, source_extended, target_input = batch()
+    model.attention.score.v.weight.data.mul_(50)   # spread the scores so that the projection leaves zeros
+    output = model(source, mask, target_input, source_extended)
+    zeros = (output.attention == 0) & mask[:, None]
+    assert zeros.any() and torch.isfinite(output.log_probs).all()
+    torch.testing.assert_close(output.log_probs.exp().sum(-1), torch.ones(2, 3))
+    # an OOV (extended id 7) whose every occurrence gets zero attention cannot be produced at that step
+    copy_mass = torch.zeros(2, 3, 8).scatter_add(-1, source_extended[:, None].expand(-1, 3, -1), output.attention)
+    ignored = copy_mass[..., 7] == 0
+    assert (output.log_probs[..., 7].exp()[ignored] <= 1e-12).all()
+    assert (output.log_probs[..., 7].exp()[~ignored] > 1e-6).all()
+
+
 def test_attention_only_baseline_has_fixed_vocabulary_and_no_switch():
     model = small_model(pointer=False)
     source, mask, _, target_input = batch()

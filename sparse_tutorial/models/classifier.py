@@ -213,7 +213,7 @@ def classification_loss(logits: Tensor, labels: Tensor) -> Tensor:
     ``logits: (batch,)`` with ``labels`` in {0, 1}, or ``(batch, num_classes)`` with class indices.
     """
     if logits.dim() == 1:
-        return F.binary_cross_entropy_with_logits(logits, labels.float())
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
     return F.cross_entropy(logits, labels)
 
 

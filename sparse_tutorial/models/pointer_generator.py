@@ -8,7 +8,8 @@ The model, in See et al.'s notation (``t`` = decoder step, ``i`` = source positi
     encoder        h_i = BiLSTM(emb(w_i))                                   (batch, src_len, 2·hidden)
     decoder input  x_t = W_x [emb(y_{t−1}); h*_{t−1}] + b_x                 (input feeding of the context)
     decoder        s_t = LSTM(x_t, s_{t−1})
-    attention      e_i^t = vᵀ tanh(W_h h_i + W_s s_t + w_c c_i^t),  a^t = softmax(e^t)    (eq. 1–2, 11)
+    attention      e_i^t = vᵀ tanh(W_h h_i + W_s s_t + w_c c_i^t),  a^t = softmax(e^t)    (eq. 1–2, 11;
+                   ``projection`` swaps the softmax for sparsemax or 1.5-entmax)
     context        h*_t = Σ_i a_i^t h_i                                                   (eq. 3)
     vocabulary     P_vocab = softmax(V'(V [s_t; h*_t] + b) + b')                          (eq. 4)
     generation     p_gen = σ(w_h*ᵀ h*_t + w_sᵀ s_t + w_xᵀ x_t + b_ptr)                    (eq. 8)
@@ -63,6 +64,7 @@ class PointerGeneratorConfig:
     attention_dim: int = 256  # size of the hidden layer of the additive score
     pointer: bool = True  # False: attention-only baseline ("ABS"), no copying, no p_gen
     coverage: bool = False  # add the coverage feature w_c c_i to the attention score
+    projection: str = "softmax"  # scores to weights: "softmax" (See et al.), "sparsemax", "entmax15", ...
     pad_id: int = 0
     unk_id: int = 1
     dropout: float = 0.0  # on embeddings and on the vocabulary layer's input
@@ -164,7 +166,7 @@ class PointerGenerator(nn.Module):
     Example::
 
         model = PointerGenerator(PointerGeneratorConfig(vocab_size=len(vocab), coverage=True))
-        output = model(source, source_mask, source_extended, n_extended, target_input)
+        output = model(source, source_mask, target_input, source_extended, n_extended)
         nll = -output.log_probs.gather(-1, target_extended.unsqueeze(-1)).squeeze(-1)
     """
 
@@ -183,7 +185,7 @@ class PointerGenerator(nn.Module):
             score: nn.Module = CoverageAdditiveScore(hid, 2 * hid, config.attention_dim)
         else:
             score = AdditiveScore(hid, 2 * hid, config.attention_dim)
-        self.attention = Attention(score, projection="softmax")
+        self.attention = Attention(score, projection=config.projection)
         self.vocab_hidden = nn.Linear(3 * hid, hid)
         self.vocab_out = nn.Linear(hid, config.vocab_size)
         self.generation_switch = nn.Linear(2 * hid + hid + emb, 1) if config.pointer else None

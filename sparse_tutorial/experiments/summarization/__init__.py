@@ -71,6 +71,7 @@ class System:
     coverage: bool = False
     coverage_weight: float = 0.0  # See et al. use 1
     entropy_weight: float = 0.0  # λ of Zhang et al.'s minimum-entropy regularizer
+    projection: str = "softmax"  # of the attention scores: "sparsemax" and "entmax15" give exact zeros
 
 
 SYSTEMS: dict[str, System] = {
@@ -130,7 +131,7 @@ def build_model(system: System, sizes: Sizes, vocab: Vocabulary) -> PointerGener
     return PointerGenerator(PointerGeneratorConfig(
         vocab_size=len(vocab), embedding_dim=sizes.embedding_dim, hidden_dim=sizes.hidden_dim,
         attention_dim=sizes.hidden_dim, pointer=system.pointer, coverage=system.coverage,
-        pad_id=vocab.pad_id, unk_id=vocab.unk_id))
+        projection=system.projection, pad_id=vocab.pad_id, unk_id=vocab.unk_id))
 
 
 def batch_loss(model: PointerGenerator, batch: SummaryBatch, system: System) -> tuple[Tensor, dict[str, float]]:
