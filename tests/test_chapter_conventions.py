@@ -145,3 +145,23 @@ def test_ignored_outputs_say_why_and_keep_their_claims(path):
                 f"{where}: nbval ignores its text, so the claim it prints must be an assert (or a "
                 "sparse_tutorial.stats.claims check) in the cell"
             )
+
+
+CHECKED_CHAPTERS = [path for path in NOTEBOOKS if "ClaimChecker(" in path.read_text(encoding="utf-8")
+                    and path.parent.name.startswith("part")]
+
+
+@pytest.mark.parametrize("path", CHECKED_CHAPTERS, ids=lambda path: path.stem)
+def test_the_claim_checker_is_set_up_where_the_first_claim_is_checked(path):
+    """The reader meets the idea before the machinery: the ClaimChecker cell is its own cell, shortly before the
+    first cell that checks a claim, not among the imports (issue 60)."""
+    code = code_sources(path)
+    setups = [index for index, cell in enumerate(code) if "ClaimChecker(" in cell.source]
+    assert len(setups) == 1, f"{path.name}: one ClaimChecker set-up cell"
+    setup = code[setups[0]].source
+    assert re.fullmatch(r"(#[^\n]*\n)?check = ClaimChecker\(.*\)[^\n]*", setup.strip(), re.DOTALL), (
+        f"{path.name}: the ClaimChecker cell holds the set-up alone")
+    first_use = next(index for index, cell in enumerate(code)
+                     if index > setups[0] and re.search(r"(^|[^.\w])check\(", cell.source))
+    assert first_use <= setups[0] + 3, f"{path.name}: set up the ClaimChecker where the claims are first checked"
+    assert setups[0] >= 3, f"{path.name}: the ClaimChecker comes after the set-up, the parameters and the opening"
