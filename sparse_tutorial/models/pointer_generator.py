@@ -8,13 +8,15 @@ The model, in See et al.'s notation (``t`` = decoder step, ``i`` = source positi
     encoder        h_i = BiLSTM(emb(w_i))                                   (batch, src_len, 2·hidden)
     decoder input  x_t = W_x [emb(y_{t−1}); h*_{t−1}] + b_x                 (input feeding of the context)
     decoder        s_t = LSTM(x_t, s_{t−1})
-    attention      e_i^t = vᵀ tanh(W_h h_i + W_s s_t + w_c c_i^t),  a^t = softmax(e^t)    (eq. 1–2, 11;
-                   ``projection`` swaps the softmax for sparsemax or 1.5-entmax)
+    attention      e_i^t = vᵀ tanh(W_h h_i + W_s s_t + w_c c_i^t),  a^t = softmax(e^t)    (eq. 1–2, 11)
     context        h*_t = Σ_i a_i^t h_i                                                   (eq. 3)
     vocabulary     P_vocab = softmax(V'(V [s_t; h*_t] + b) + b')                          (eq. 4)
     generation     p_gen = σ(w_h*ᵀ h*_t + w_sᵀ s_t + w_xᵀ x_t + b_ptr)                    (eq. 8)
     final          P(w) = p_gen P_vocab(w) + (1 − p_gen) Σ_{i: w_i = w} a_i^t             (eq. 9)
     coverage       c^t = Σ_{t' < t} a^{t'}                                                (eq. 10)
+
+``PointerGeneratorConfig.projection`` swaps the softmax of the attention for sparsemax, 1.5-entmax or any
+projection of the registry; a word with zero attention then has zero copy probability.
 
 **Extended vocabulary.** ``P(w)`` is a distribution over the fixed vocabulary *plus* the words of this
 source that are out of it: the k-th distinct OOV of example b gets id ``vocab_size + k``
