@@ -62,9 +62,12 @@ CLAIMS: dict[str, Comparison] = {
         _rouge("Table V: coverage is 'dramatically useful'"), COVERAGE, POINTER, "rouge_l"),
     "Cov+Ent improves over Cov": Comparison(
         _rouge("Table V: further improved by the entropy regularizer, especially with λ = 0.02"), COV_ENT, COVERAGE, "rouge_l"),
-    **{f"the best abstractive system is on par with {lead}": Comparison(
+    "the best abstractive system is on par with Lead-1": Comparison(
+        _rouge("ours: §VII-B names only Lead-3; on one-line synopses Lead-1 is the fair extractive baseline",
+               kind="equivalent"), COV_ENT, "Lead-1", "rouge_l"),
+    "the best abstractive system is on par with Lead-3": Comparison(
         _rouge("§VII-B: the abstractive models 'can only perform on par with Lead-3' (best system: Cov+Ent)",
-               kind="equivalent"), COV_ENT, lead, "rouge_l") for lead in ("Lead-1", "Lead-3")},
+               kind="equivalent"), COV_ENT, "Lead-3", "rouge_l"),
     "the entropy penalty (λ = 0.04) lowers the attention entropy": Comparison(
         Claim("§VII-B / chapter 4: the penalty sharpens attention", kind="less", unit="nats/token"),
         entropy_system(0.04), POINTER, "entropy"),
