@@ -9,25 +9,25 @@ from sparse_tutorial.experiments import load_results
 
 INTRO = (Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text(encoding="utf-8")
 
-# (results file, claim of its design, verdict, what the intro prints for the estimate, its scale)
+# (results file, claim of its design, verdict, what the intro prints for the estimate, its format)
 FINDINGS = [
-    ("nmt", "+Entropy beats NMT (Table I)", "✗", "−9.4 BLEU", "{:.1f} BLEU", 1),
-    ("nmt", "+Gumbel no better than NMT (Table I)", "✓", "costs −6.6", "costs {:.1f}", 1),
-    ("nmt", "+Temp 0.2 hurts BLEU (Table I)", "✗", "*gains* +1.7", "*gains* {:+.1f}", 1),
-    ("summarization", "the pointer improves over ABS", "✓", "+20.7 ROUGE-L", "{:+.1f} ROUGE-L", 1),
-    ("summarization", "coverage improves over the pointer model", "✓", "adds +0.87", "adds {:+.2f}", 1),
-    ("summarization", "the entropy penalty (λ = 0.04) lowers the attention entropy", "✓", "−0.39 nats", "{:.2f} nats", 1),
-    ("classification", "RT: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", "+0.19 to", "{:+.2f} to", 1),
-    ("classification", "20News II: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", "to +0.52", "to {:+.2f}", 1),
-    ("classification", "20News I: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", None, None, 1),
+    ("nmt", "+Entropy beats NMT (Table I)", "✗", "−9.4 BLEU", "{:.1f} BLEU"),
+    ("nmt", "+Gumbel no better than NMT (Table I)", "✓", "costs −6.6", "costs {:.1f}"),
+    ("nmt", "+Temp 0.2 hurts BLEU (Table I)", "✗", "*gains* +1.7", "*gains* {:+.1f}"),
+    ("summarization", "the pointer improves over ABS", "✓", "+20.7 ROUGE-L", "{:+.1f} ROUGE-L"),
+    ("summarization", "coverage improves over the pointer model", "✓", "adds +0.87", "adds {:+.2f}"),
+    ("summarization", "the entropy penalty (λ = 0.04) lowers the attention entropy", "✓", "−0.39 nats", "{:.2f} nats"),
+    ("classification", "RT: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", "+0.19 to", "{:+.2f} to"),
+    ("classification", "20News II: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", "to +0.52", "to {:+.2f}"),
+    ("classification", "20News I: scale 0.001 hurts DP (accuracy at scale 10 minus 0.001)", "✓", None, None),
     ("classification", "RT: DP, scale 10: the class favoured by the sign of VᵀW: attention scores above neutral (term D)",
-     "✓", None, None, 1),
+     "✓", None, None),
     ("interpretability", "Table 1, BiLSTM, rotten_tomatoes: sparsemax spreads the inputs' influence on h_p as much as softmax",
-     "✓", None, None, 1),
+     "✓", None, None),
     ("interpretability", "Fig. 3, BiLSTM, rotten_tomatoes: attention agrees less with gradient importance as λ grows", "✗",
-     "τ-b +0.68", "τ-b {:+.2f}", 1),
-    ("explanation", "learned attention is no more accurate than uniform attention", "✓", None, None, 1),
-    ("explanation", "for most sentences an attention far from the model's keeps its decision", "✓", None, None, 1),
+     "τ-b +0.68", "τ-b {:+.2f}"),
+    ("explanation", "learned attention is no more accurate than uniform attention", "✓", None, None),
+    ("explanation", "for most sentences an attention far from the model's keeps its decision", "✓", None, None),
 ]
 
 
@@ -38,14 +38,14 @@ def judged(name: str, claim: str) -> dict:
     return entry["judged"]
 
 
-@pytest.mark.parametrize("name,claim,verdict,printed,template,scale", FINDINGS, ids=[f[1][:40] for f in FINDINGS])
-def test_each_finding_of_the_intro_is_the_verdict_of_its_design(name, claim, verdict, printed, template, scale):
+@pytest.mark.parametrize("name,claim,verdict,printed,template", FINDINGS, ids=[f[1][:40] for f in FINDINGS])
+def test_each_finding_of_the_intro_is_the_verdict_of_its_design(name, claim, verdict, printed, template):
     decided = judged(name, claim)
     assert decided["verdict"] == verdict
     if printed is not None:
         assert printed in INTRO, f"the intro no longer says {printed!r}"
         number = "{:" + template.split("{:")[1].split("}")[0] + "}"
-        shown = number.format(scale * decided["estimate"]).replace("-", "−")   # the intro prints a minus sign
+        shown = number.format(decided["estimate"]).replace("-", "−")   # the intro prints a minus sign
         assert template.replace(number, shown) == printed
 
 
