@@ -1,5 +1,6 @@
-"""Issue 52: the scorecard lists every claim of every results file, exactly as the files judge it, and each
-row links to a chapter section that exists."""
+"""Issues 52 and 63: the scorecard lists every claim of every results file and of every design once, with one
+verdict each (the fresh seeds' where a design decided the claim), and each row links to a chapter section that
+exists."""
 import json
 import re
 import sys
@@ -9,33 +10,99 @@ import nbformat
 import pytest
 
 from sparse_tutorial.experiments import load_results
-from sparse_tutorial.stats.scorecard import COLUMNS, SOURCES, confirmatory_verdict, scorecard
+from sparse_tutorial.stats.confirmatory import judge
+from sparse_tutorial.stats.design import FAMILIES
+from sparse_tutorial.stats.scorecard import COLUMNS, NOT_HERE, SOURCES, book_wide_size, in_words, scorecard, verdict_p
+from sparse_tutorial.stats.verdicts import BOOK_VERDICT_ORDER, claim_verdict, verdicts_in_brief
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS = REPO_ROOT / "book" / "results"
 
 
-def test_the_scorecard_lists_every_stored_claim_once_with_its_verdict():
-    rows = scorecard(lambda name: json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8")))
-    stored = {(name, claim): entry["verdict"] for name in SOURCES
-              for claim, entry in json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))["checks"]["claims"].items()}
-    assert len(rows) == len(stored) and all(tuple(row) == COLUMNS for row in rows)
-    assert {(row["experiment"], row["claim"]): row["verdict"] for row in rows} == stored
+def stored(name):
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return scorecard(stored)
+
+
+def test_the_scorecard_lists_every_stored_and_every_design_claim_once(rows):
+    claims = {(name, claim) for name in SOURCES for claim in stored(name)["checks"]["claims"]}
+    designs = {name: stored(name)["checks"].get("design") for name in SOURCES}
+    designed = {(name, claim) for name, design in designs.items() if design
+                for claim in [*(c for family in FAMILIES for c in design["families"][family]), *design["estimation"]]}
+    listed = [(row["experiment"], row["claim"]) for row in rows]
+    assert len(listed) == len(set(listed)) and set(listed) == claims | designed
+    assert all(tuple(row) == COLUMNS for row in rows)
+    assert len(designed) == 85 and sum(row["verdict"] == "estimated" for row in rows) == 28   # as the designs hold
+    assert ("nmt", "+Entropy from epoch 3 against NMT (ours)") in set(listed) - claims
     order = [row["experiment"] for row in rows]
     assert order == sorted(order, key=list(SOURCES).index)   # experiments in book order
 
 
-def test_each_row_says_what_its_design_decided_on_fresh_seeds():
-    design = {"families": {"primary": {"a": {"judged": {"verdict": "✗"}}}, "secondary": {"b": {"judged": None}}},
-              "estimation": {"c": {}}}
-    assert [confirmatory_verdict(design, claim) for claim in "abcd"] == ["✗", "pending", "estimated", ""]
-    assert confirmatory_verdict(None, "a") == ""
-    rows = {(row["experiment"], row["claim"]): row["confirmatory"] for row in scorecard(load_results)}
-    explanation = load_results("explanation")["checks"]["design"]
-    for family in ("primary", "secondary"):
-        for claim, entry in explanation["families"][family].items():
-            assert rows["explanation", claim] == (entry["judged"]["verdict"] if entry["judged"] else "pending")
-    assert {rows["explanation", claim] for claim in explanation["estimation"]} == {"estimated"}
+def test_a_claim_a_design_decided_takes_the_fresh_verdict_and_shows_the_pilots_beside(rows):
+    by_claim = {(row["experiment"], row["claim"]): row for row in rows}
+    for name in SOURCES:
+        results = stored(name)
+        design = results["checks"].get("design")
+        for claim, entry in results["checks"]["claims"].items():
+            row = by_claim[name, claim]
+            in_design = design is not None and (claim in design["estimation"]
+                                                or any(claim in design["families"][f] for f in FAMILIES))
+            if not in_design:
+                assert (row["verdict"], row["judged_on"], row["pilot"]) == (entry["verdict"], "stored seeds", "")
+            else:
+                assert row["pilot"] == entry["verdict"]
+    entropy = by_claim["nmt", "+Entropy beats NMT (Table I)"]
+    assert (entropy["verdict"], entropy["judged_on"], entropy["pilot"]) == ("✗", "fresh seeds", "?")  # issue 63
+    for name in SOURCES:
+        rows_here = [row["verdict"] for row in rows if row["experiment"] == name]
+        assert rows_here == sorted(rows_here, key=BOOK_VERDICT_ORDER.index)
+
+
+def test_claim_verdict_covers_every_case():
+    design = {"families": {"primary": {"a": {"family": "primary", "judged": {"verdict": "✗"}}},
+                           "secondary": {"b": {"family": "secondary", "judged": None}}},
+              "estimation": {"c": {"family": "estimation"}}}
+    pilot = {"verdict": "?"}
+    assert [tuple(vars(claim_verdict(pilot, design, claim)).values()) for claim in "abcd"] == [
+        ("✗", "fresh seeds", "?"), ("pending", "pending", "?"), ("estimated", "every seed", "?"),
+        ("?", "stored seeds", "")]
+    assert claim_verdict(None, design, "a").pilot == ""
+    with pytest.raises(KeyError, match="'e'"):
+        claim_verdict(None, design, "e")
+
+
+def test_each_fresh_verdict_shows_its_family_p_and_what_a_book_wide_correction_decides(rows):
+    designs = [stored(name)["checks"]["design"] for name in SOURCES if stored(name)["checks"].get("design")]
+    size = book_wide_size(designs)
+    assert size == 85 - 28
+    for name in SOURCES:
+        design = stored(name)["checks"].get("design")
+        for family in FAMILIES if design else ():
+            for claim, entry in design["families"][family].items():
+                row = next(row for row in rows if (row["experiment"], row["claim"]) == (name, claim))
+                if entry["judged"] is None:
+                    assert row["book_wide"] == row["p_adjusted"] == ""
+                    continue
+                again = judge(entry["kind"], entry["judged"]["differences"], size, entry["margin"])
+                assert row["book_wide"] == again.verdict
+                p = min(1.0, entry["family_size"] * verdict_p(entry))
+                assert (p < 0.05) == (entry["judged"]["verdict"] != "?")   # the family's p agrees with its verdict
+                assert row["seeds"] == len(entry["judged"]["differences"])
+
+
+def test_a_contradiction_says_it_does_not_hold_here_with_the_reason_where_the_setting_departs(rows):
+    by_claim = {(row["experiment"], row["claim"]): row for row in rows}
+    for key, reason in NOT_HERE.items():
+        assert by_claim[key]["verdict"] == "✗", f"{key} is no longer contradicted: drop its reason"
+        assert by_claim[key]["in_words"] == f"does not hold here: {reason}"
+    assert all(row["in_words"].startswith("does not hold here") for row in rows if row["verdict"] == "✗")
+    assert in_words("nmt", "x", "✓") == "holds here" and in_words("nmt", "x", "✗") == "does not hold here"
+    lead = by_claim["summarization", "the best abstractive system is on par with Lead-3"]["in_words"]
+    assert "synopses" in lead   # issue 63: Lead-3 on one-line synopses
 
 
 def test_every_row_links_to_a_labelled_claims_section_of_its_chapter():
@@ -58,3 +125,12 @@ def test_the_scorecard_page_imports_the_bundle_the_book_serves():
 
     page = nbformat.read(REPO_ROOT / "book" / "part4" / "16_scorecard.ipynb", 4)
     assert any(f'"dt_url": "{BUNDLE_URL}"' in cell.source for cell in page.cells if cell.cell_type == "code")
+
+
+def test_a_judging_page_brief_shows_the_one_verdict_with_the_pilots_beside():
+    results = stored("nmt")
+    brief = verdicts_in_brief(results["checks"]["claims"], design=results["checks"]["design"])
+    row = next(line for line in brief.splitlines() if "+Entropy beats NMT (Table I)" in line)
+    assert row.startswith("| ✗ | ? |")          # fresh ✗ as the verdict, the pilot's ? beside it
+    assert "pending" in brief.splitlines()[0] and "estimated" in brief.splitlines()[0]
+    assert "| pilot |" not in verdicts_in_brief(results["checks"]["claims"]).splitlines()[2]

@@ -23,6 +23,11 @@ from sparse_tutorial.stats.inference import VERDICTS
 VERDICT_ORDER = VERDICTS
 """The order in which a chapter lists its claims: contradictions of the paper first, "not tested" last."""
 
+BOOK_VERDICT_ORDER = ("✗", "?", "✓", "pending", "estimated", "not tested")
+"""The order of claims by their one verdict (:func:`claim_verdict`), as the scorecard lists them:
+contradictions first, open claims, supported, then claims still waiting for fresh seeds, estimated without
+a verdict, and not tested."""
+
 
 def ordered_claims(claims: dict[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """``claims`` as ``(name, entry)`` pairs, contradictions first, then the unresolved, then the supported
@@ -213,19 +218,80 @@ def markdown_table(rows: list[dict[str, Any]], align: str = "") -> str:
     return "\n".join(lines)
 
 
-def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3) -> str:
-    """A Markdown table for the top of a chapter, one row per claim in :func:`ordered_claims` order: the
-    verdict, the claim, ours with the interval that made the verdict (for a "?", also the smallest effect its
-    seeds could have seen) and the paper's effect where it states one; a line of counts above it."""
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """A claim's one verdict and what it rests on.
+
+    Attributes:
+        verdict: ``"✓"``, ``"✗"`` or ``"?"``, ``"pending"`` (a design's claim whose fresh seeds are not all
+            stored), ``"estimated"`` (a design estimates it without a verdict) or ``"not tested"``.
+        judged_on: ``"fresh seeds"``, ``"stored seeds"`` (no design covers the claim), ``"every seed"`` (an
+            estimate) or ``"pending"``.
+        pilot: the stored seeds' verdict of a claim a design covers, ``""`` otherwise.
+    """
+
+    verdict: str
+    judged_on: str
+    pilot: str
+
+
+def design_entry(design: dict[str, Any] | None, claim: str) -> dict[str, Any] | None:
+    """``claim``'s entry in a results file's design section (a family's or the estimates'), or ``None``."""
+    if design is None:
+        return None
+    for family in FAMILIES:
+        if claim in design["families"][family]:
+            return design["families"][family][claim]
+    return design["estimation"].get(claim)
+
+
+def claim_verdict(stored: dict[str, Any] | None, design: dict[str, Any] | None, claim: str) -> ClaimVerdict:
+    """The one verdict of ``claim``, from its stored-seed entry (``checks["claims"][claim]`` or ``None``) and
+    its results file's design section (``checks["design"]`` or ``None``).
+
+    Raises:
+        KeyError: neither the stored claims nor the design hold ``claim``.
+    """
+    entry = design_entry(design, claim)
+    if entry is None:
+        if stored is None:
+            raise KeyError(f"no stored claim and no design claim named {claim!r}")
+        return ClaimVerdict(stored["verdict"], "stored seeds", "")
+    pilot = "" if stored is None else stored["verdict"]
+    if entry["family"] == "estimation":
+        return ClaimVerdict("estimated", "every seed", pilot)
+    if entry["judged"] is None:
+        return ClaimVerdict("pending", "pending", pilot)
+    return ClaimVerdict(entry["judged"]["verdict"], "fresh seeds", pilot)
+
+
+def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3, design: dict[str, Any] | None = None) -> str:
+    """A Markdown table for the top of a chapter, one row per claim: the verdict, the claim, ours with the
+    interval that made the verdict (for a "?", also the smallest effect its seeds could have seen) and the
+    paper's effect where it states one; a line of counts above it.
+
+    With the results file's ``design`` section, the verdict is each claim's one verdict
+    (:func:`claim_verdict`: the fresh seeds' where the design decided the claim, ``pending`` or ``estimated``
+    where it has not), the stored seeds' verdict moves to a column *pilot*, and the rows follow
+    :data:`BOOK_VERDICT_ORDER`; without it, the rows are :func:`ordered_claims`'s."""
     rows = claims_table(claims, digits)
-    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in rows)}" for mark in VERDICT_ORDER
-                        if mark != "not tested" or any(row["verdict"] == mark for row in rows))
-    brief = [{"verdict": row["verdict"], "claim": markdown_escaped(row["claim"]),
-              "ours [interval at Holm's level]": row["ours"] + (f"; detectable {row['detectable']}"
-                                                                if row["detectable"] else ""),
+    verdict = {row["claim"]: claim_verdict(claims[row["claim"]], design, row["claim"]) for row in rows}
+    rows.sort(key=lambda row: BOOK_VERDICT_ORDER.index(verdict[row["claim"]].verdict))
+    ours = "ours on the stored seeds [interval at Holm's level]" if design is not None else "ours [interval at Holm's level]"
+    brief = [{"verdict": verdict[row["claim"]].verdict,
+              **({"pilot": verdict[row["claim"]].pilot or "—"} if design is not None else {}),
+              "claim": markdown_escaped(row["claim"]),
+              ours: row["ours"] + (f"; detectable {row['detectable']}" if row["detectable"] else ""),
               "paper": ("—" if row["paper_effect"] is None or row["paper_effect"] != row["paper_effect"]
                         else number_text(row["paper_effect"], f"+.{digits}g"))} for row in rows]
-    return f"**{counts}** of {len(rows)} claims" + ("\n\n" + markdown_table(brief, "cl") if brief else "")
+    shown = [mark for mark in BOOK_VERDICT_ORDER
+             if mark in ("✗", "?", "✓") or any(row["verdict"] == mark for row in brief)]
+    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in brief)}" for mark in shown)
+    head = f"**{counts}** of {len(rows)} claims"
+    if design is not None:
+        head += (" (a claim the design decided takes its fresh seeds' verdict, and *pilot* is the verdict of the "
+                 "seeds whose numbers this table shows)")
+    return head + ("\n\n" + markdown_table(brief, "c" * (2 if design is not None else 1) + "l") if brief else "")
 
 
 def described_claim(entry: dict[str, Any], scale: float = 1.0, spec: str = "+.2f", unit: str = "", label: str = "",
