@@ -4,10 +4,10 @@ read it.
 Each experiment's results file (``book/results/NAME.json``) stores its claims with the verdicts of its stored
 seeds (:mod:`~sparse_tutorial.stats.inference`) and, where the chapter has one, its confirmatory design
 (``checks["design"]``, :mod:`~sparse_tutorial.stats.design`), committed before the fresh seeds that judge it.
-:func:`scorecard` gives **one verdict per claim** (:func:`~sparse_tutorial.stats.verdicts.claim_verdict`): where a design decided the claim on
-its fresh seeds, that verdict, with the pilot's beside it as the pilot's; where the design has not decided it
-yet, ``pending``; where it only estimates it, ``estimated``; and for a claim outside every design, the verdict
-of the stored seeds. A claim that only a design states (``"+Entropy from epoch 3 against NMT (ours)"``) is a
+:func:`scorecard` gives **one verdict per claim** (:func:`~sparse_tutorial.stats.verdicts.claim_verdict`):
+where a design decided the claim on its fresh seeds, that verdict, with the pilot's beside it as the
+pilot's; where the design has not decided it yet, ``pending``; where it only estimates it, ``estimated``;
+and for a claim outside every design, the verdict of the stored seeds. A claim that only a design states (``"+Entropy from epoch 3 against NMT (ours)"``) is a
 row too. Each family controls its own familywise error rate; :data:`BOOK_WIDE` says what one correction over
 every designed claim of the book would decide instead.
 """
@@ -93,7 +93,8 @@ COLUMNS = ("experiment", "paper", "where", "claim", "says", "verdict", "judged_o
            "detectable", "pilot", "book_wide", "in_words", "paper_effect", "chapter")
 """The scorecard's columns: ``where`` is the table or figure (the stored ``paper`` text up to its colon, or
 ``"ours"``); ``says`` what the paper says, in its words where the stored text quotes them (after the colon);
-``verdict`` the claim's one verdict (:func:`~sparse_tutorial.stats.verdicts.claim_verdict`) and ``judged_on`` what it rests on;
+``verdict`` the claim's one verdict (:func:`~sparse_tutorial.stats.verdicts.claim_verdict`) and ``judged_on``
+what it rests on;
 ``ours`` the effect with the interval that made the verdict (for an estimate, the mean over every seed with
 its 95 % t-interval); ``seeds`` the seeds behind it (the fewest of an arm); ``p_adjusted`` the p after the
 family's correction (Bonferroni's over the design's family on fresh seeds, Holm's on stored seeds);
@@ -122,7 +123,7 @@ def _design_numbers(entry: dict[str, Any], book_wide: int, digits: int) -> dict[
     """``ours``, ``seeds``, ``p_adjusted``, ``detectable`` and ``book_wide`` of a design's claim."""
     spec = f"+.{digits}g"
     if entry["family"] == "estimation":
-        ours = "" if entry["mean"] is None else number_text(entry["mean"], spec) + " " + bounds_text(*entry["ci95"], spec)
+        ours = "" if entry["mean"] is None else f"{number_text(entry['mean'], spec)} {bounds_text(*entry['ci95'], spec)}"
         return {"ours": ours, "seeds": len(entry["seeds"]), "p_adjusted": "", "detectable": "", "book_wide": ""}
     judged = entry["judged"]
     if judged is None:
@@ -150,7 +151,8 @@ def verdict_p(entry: dict[str, Any]) -> float:
 
 def scorecard(load: Callable[[str], dict[str, Any] | None], digits: int = 3) -> list[dict[str, Any]]:
     """One row per claim (:data:`COLUMNS`): every claim of every experiment of :data:`SOURCES` and every claim
-    of their designs, experiments in book order and, within one, in :data:`~sparse_tutorial.stats.verdicts.BOOK_VERDICT_ORDER`.
+    of their designs, experiments in book order and, within one, in
+    :data:`~sparse_tutorial.stats.verdicts.BOOK_VERDICT_ORDER`.
 
     Args:
         load: the results of an experiment by name, e.g. :func:`~sparse_tutorial.runs.runner.load_results`.
@@ -177,11 +179,11 @@ def scorecard(load: Callable[[str], dict[str, Any] | None], digits: int = 3) -> 
             entry = design_entry(design, name)
             stored = stored_rows.get(name)
             numbers = (_design_numbers(entry, book_wide, digits) if entry is not None else
-                       {"ours": stored["ours"], "seeds": min(claims[name]["seeds"]) if claims[name].get("seeds") else None,
-                        "p_adjusted": stored["p_holm"], "detectable": stored["detectable"], "book_wide": ""})
-            found.append({"experiment": experiment, "paper": source.paper,
-                          "where": claims[name]["paper"].split(":", 1)[0] if name in claims else "ours",
-                          "claim": name, "says": claims[name]["paper"].split(":", 1)[-1].strip() if name in claims else "",
+                       {"ours": stored["ours"], "p_adjusted": stored["p_holm"], "detectable": stored["detectable"],
+                        "seeds": min(claims[name]["seeds"]) if claims[name].get("seeds") else None, "book_wide": ""})
+            where, _, says = claims[name]["paper"].partition(":") if name in claims else ("ours", "", "")
+            found.append({"experiment": experiment, "paper": source.paper, "where": where, "claim": name,
+                          "says": says.strip(),
                           "verdict": verdict.verdict, "judged_on": verdict.judged_on, **numbers,
                           "pilot": verdict.pilot, "in_words": in_words(experiment, name, verdict.verdict),
                           "paper_effect": stored["paper_effect"] if stored else None, "chapter": source.link()})

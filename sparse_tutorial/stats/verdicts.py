@@ -277,7 +277,7 @@ def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3, design
     rows = claims_table(claims, digits)
     verdict = {row["claim"]: claim_verdict(claims[row["claim"]], design, row["claim"]) for row in rows}
     rows.sort(key=lambda row: BOOK_VERDICT_ORDER.index(verdict[row["claim"]].verdict))
-    ours = "ours on the stored seeds [interval at Holm's level]" if design is not None else "ours [interval at Holm's level]"
+    ours = f"ours{' on the stored seeds' if design is not None else ''} [interval at Holm's level]"
     brief = [{"verdict": verdict[row["claim"]].verdict,
               **({"pilot": verdict[row["claim"]].pilot or "—"} if design is not None else {}),
               "claim": markdown_escaped(row["claim"]),
