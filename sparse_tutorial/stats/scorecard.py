@@ -7,9 +7,9 @@ seeds (:mod:`~sparse_tutorial.stats.inference`) and, where the chapter has one, 
 :func:`scorecard` gives **one verdict per claim** (:func:`~sparse_tutorial.stats.verdicts.claim_verdict`):
 where a design decided the claim on its fresh seeds, that verdict, with the pilot's beside it as the
 pilot's; where the design has not decided it yet, ``pending``; where it only estimates it, ``estimated``;
-and for a claim outside every design, the verdict of the stored seeds. A claim that only a design states (``"+Entropy from epoch 3 against NMT (ours)"``) is a
-row too. Each family controls its own familywise error rate; :data:`BOOK_WIDE` says what one correction over
-every designed claim of the book would decide instead.
+and for a claim outside every design, the verdict of the stored seeds. A claim that only a design states
+(``"+Entropy from epoch 3 against NMT (ours)"``) is a row too. Each family controls its own familywise error
+rate; :data:`BOOK_WIDE` says what one correction over every designed claim of the book would decide instead.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from scipy import stats
 
 from sparse_tutorial.stats.confirmatory import judge
 from sparse_tutorial.stats.design import FAMILIES
-from sparse_tutorial.stats.verdicts import (BOOK_VERDICT_ORDER, bounds_text, claim_verdict, claims_table,
-                                            design_entry, number_text, p_text)
+from sparse_tutorial.stats.verdicts import (BOOK_VERDICT_ORDER, claim_verdict, claims_table, design_entry,
+                                            design_table, number_text, p_text)
 
 
 @dataclass(frozen=True)
@@ -119,21 +119,18 @@ def in_words(experiment: str, claim: str, verdict: str) -> str:
             "estimated": "estimated, without a verdict", "not tested": "not tested"}[verdict]
 
 
-def _design_numbers(entry: dict[str, Any], book_wide: int, digits: int) -> dict[str, Any]:
-    """``ours``, ``seeds``, ``p_adjusted``, ``detectable`` and ``book_wide`` of a design's claim."""
-    spec = f"+.{digits}g"
+def _design_numbers(entry: dict[str, Any], ours: str, book_wide: int) -> dict[str, Any]:
+    """``ours`` (the design table's, :func:`~sparse_tutorial.stats.verdicts.design_table`), ``seeds``,
+    ``p_adjusted``, ``detectable`` and ``book_wide`` of a design's claim."""
     if entry["family"] == "estimation":
-        ours = "" if entry["mean"] is None else f"{number_text(entry['mean'], spec)} {bounds_text(*entry['ci95'], spec)}"
         return {"ours": ours, "seeds": len(entry["seeds"]), "p_adjusted": "", "detectable": "", "book_wide": ""}
     judged = entry["judged"]
     if judged is None:
-        return {"ours": "", "seeds": None, "p_adjusted": "", "detectable": "", "book_wide": ""}
-    corrected = judge(entry["kind"], judged["differences"], book_wide, entry["margin"])
-    return {"ours": number_text(judged["estimate"], spec) + " " + bounds_text(*judged["interval"], spec),
-            "seeds": len(judged["differences"]),
+        return {"ours": ours, "seeds": None, "p_adjusted": "", "detectable": "", "book_wide": ""}
+    return {"ours": ours, "seeds": len(judged["differences"]),
             "p_adjusted": p_text(min(1.0, entry["family_size"] * verdict_p(entry))),
             "detectable": f"≥ {number_text(entry['mde'], '.2g')}" if judged["verdict"] == "?" else "",
-            "book_wide": corrected.verdict}
+            "book_wide": judge(entry["kind"], judged["differences"], book_wide, entry["margin"]).verdict}
 
 
 def verdict_p(entry: dict[str, Any]) -> float:
@@ -172,13 +169,14 @@ def scorecard(load: Callable[[str], dict[str, Any] | None], digits: int = 3) -> 
     for experiment, source in SOURCES.items():
         claims, design = results[experiment]["checks"]["claims"], results[experiment]["checks"].get("design")
         stored_rows = {row["claim"]: row for row in claims_table(claims, digits)}
+        design_ours = {row["claim"]: row["ours"] for row in design_table(design, digits)} if design else {}
         names = list(stored_rows) + [name for name in _design_claims(design) if name not in stored_rows]
         found = []
         for name in names:
             verdict = claim_verdict(claims.get(name), design, name)
             entry = design_entry(design, name)
             stored = stored_rows.get(name)
-            numbers = (_design_numbers(entry, book_wide, digits) if entry is not None else
+            numbers = (_design_numbers(entry, design_ours[name], book_wide) if entry is not None else
                        {"ours": stored["ours"], "p_adjusted": stored["p_holm"], "detectable": stored["detectable"],
                         "seeds": min(claims[name]["seeds"]) if claims[name].get("seeds") else None, "book_wide": ""})
             where, _, says = claims[name]["paper"].partition(":") if name in claims else ("ours", "", "")
