@@ -14,6 +14,7 @@ FINDINGS = [
     ("nmt", "+Entropy beats NMT (Table I)", "✗", "−9.4 BLEU", "{:.1f} BLEU"),
     ("nmt", "+Gumbel no better than NMT (Table I)", "✓", "costs −6.6", "costs {:.1f}"),
     ("nmt", "+Temp 0.2 hurts BLEU (Table I)", "✗", "*gains* +1.7", "*gains* {:+.1f}"),
+    ("nmt", "+Temp 0.1 hurts BLEU (Table I)", "✗", "0.1 *gains* +1.3", "0.1 *gains* {:+.1f}"),
     ("summarization", "the pointer improves over ABS", "✓", "+20.7 ROUGE-L", "{:+.1f} ROUGE-L"),
     ("summarization", "coverage improves over the pointer model", "✓", "adds +0.87", "adds {:+.2f}"),
     ("summarization", "the entropy penalty (λ = 0.04) lowers the attention entropy", "✓", "−0.39 nats", "{:.2f} nats"),
