@@ -169,8 +169,8 @@ def test_a_results_section_judges_the_fresh_seeds_apart_on_the_arms_stored_at_ev
     def judge_fresh(runs):   # c: A's seed minus 0; d judged on whatever it is given, as a sweep on fewer λ would be
         judged_on.append(runs)
         seeds = [run["seed"] for run in runs if run["name"] == "A"]
-        return {"c": {"seed_level": {"a": [float(seed) for seed in seeds], "b": [0.0] * len(seeds)}},
-                "d": {"seed_level": {"a": [9.0] * len(seeds), "b": [0.0] * len(seeds)}}}
+        return {"c": {"verdict": "✓", "seed_level": {"a": [float(seed) for seed in seeds], "b": [0.0] * len(seeds)}},
+                "d": {"verdict": "✓", "seed_level": {"a": [9.0] * len(seeds), "b": [0.0] * len(seeds)}}}
 
     pilot = {name: {"seed_level": {"a": list(designed.pilot_differences), "b": [0.0] * 3}}
              for name, designed in claims.items()}
@@ -183,6 +183,23 @@ def test_a_results_section_judges_the_fresh_seeds_apart_on_the_arms_stored_at_ev
     one_seed = {run for run in done if run["seed"] < 4}
     assert design.judged_apart(design.stored(one_seed)) == ([], [])
     assert design.results_section(pilot, one_seed, None, __file__)["families"]["primary"]["c"]["judged"] is None
+
+
+def test_a_claim_not_tested_on_all_its_fresh_seeds_is_not_tested_for_good_and_pending_before():
+    claims = {"c": DesignedClaim.from_pilot("A", "B", "greater", "primary", "points", ("A", "B"), (1.0, 2.0, 3.0))}
+    design = Design(claims, "medium", (0, 1, 2), tuple(range(3, 13)),
+                    arms={name: Arm("system", {"name": name}, 60.0) for name in "AB"})
+    pilot = {"c": {"verdict": "✓", "seed_level": {"a": [1.0, 2.0, 3.0], "b": [0.0] * 3}}}
+
+    def untested(runs):   # the experiment's precondition fails on the fresh seeds: no seed_level, a reason
+        return {"c": {"verdict": "not tested", "reason": "τ-b sits at its tie bound"}}
+
+    def entry(last_seed):
+        done = {arm.run("medium", seed) for arm in design.arms.values() for seed in range(last_seed + 1)}
+        return design.results_section(pilot, done, untested, __file__)["families"]["primary"]["c"]
+
+    assert entry(12)["judged"] is None and entry(12)["not_tested"] == "τ-b sits at its tie bound"
+    assert entry(11)["judged"] is None and entry(11)["not_tested"] is None   # seed 12 is not stored: pending
 
 
 def test_seeds_needed_agrees_with_the_exact_tests_power():

@@ -64,13 +64,14 @@ def test_a_claim_a_design_decided_takes_the_fresh_verdict_and_shows_the_pilots_b
 
 
 def test_claim_verdict_covers_every_case():
-    design = {"families": {"primary": {"a": {"family": "primary", "judged": {"verdict": "✗"}}},
-                           "secondary": {"b": {"family": "secondary", "judged": None}}},
+    design = {"families": {"primary": {"a": {"family": "primary", "judged": {"verdict": "✗"}, "not_tested": None}},
+                           "secondary": {"b": {"family": "secondary", "judged": None, "not_tested": None},
+                                         "f": {"family": "secondary", "judged": None, "not_tested": "at its bound"}}},
               "estimation": {"c": {"family": "estimation"}}}
     pilot = {"verdict": "?"}
-    assert [tuple(vars(claim_verdict(pilot, design, claim)).values()) for claim in "abcd"] == [
+    assert [tuple(vars(claim_verdict(pilot, design, claim)).values()) for claim in "abcdf"] == [
         ("✗", "fresh seeds", "?"), ("pending", "pending", "?"), ("estimated", "every seed", "?"),
-        ("?", "stored seeds", "")]
+        ("?", "stored seeds", ""), ("not tested", "fresh seeds", "?")]
     assert claim_verdict(None, design, "a").pilot == ""
     with pytest.raises(KeyError, match="'e'"):
         claim_verdict(None, design, "e")

@@ -222,7 +222,7 @@ class Design:
         return judged
 
     def section(self, differences: Mapping[str, Mapping[int, float]], stored: Mapping[str, Sequence[int]],
-                module_file: str | Path) -> dict[str, Any]:
+                module_file: str | Path, not_tested: Mapping[str, str] | None = None) -> dict[str, Any]:
         """The design and what its fresh seeds say, as a results file's ``checks["design"]``.
 
         Args:
@@ -230,11 +230,15 @@ class Design:
                 pilot's and the fresh ones (a family is judged on the fresh seeds only, :meth:`judge_family`).
             stored: ``{arm: seeds}``, the fresh seeds each arm has stored.
             module_file: the design module's file (its adding commit is the design's, :func:`added_in`).
+            not_tested: ``{claim: reason}`` for the claims whose precondition failed on the fresh seeds, all of
+                them stored (the experiment's own judging found the claim "not tested" there, so it has no
+                differences and never gets a verdict).
 
         Returns:
             ``commit``, ``fresh_seeds``; per family its claims, each with its row of :meth:`table`, the fresh
-            seeds its arms have and ``judged`` (the fields of :class:`~sparse_tutorial.stats.confirmatory.Judged`,
-            ``None`` until every fresh seed is stored); ``estimation``: each estimation-only claim's row, the
+            seeds its arms have, ``judged`` (the fields of :class:`~sparse_tutorial.stats.confirmatory.Judged`,
+            ``None`` until every fresh seed is stored, and for good when the claim was not tested) and
+            ``not_tested`` (the reason, or ``None``); ``estimation``: each estimation-only claim's row, the
             seeds it has, their mean difference and its 95 % t-interval over every seed.
         """
         table = self.table()
@@ -242,7 +246,8 @@ class Design:
         for name in FAMILIES:
             families[name] = {claim: {**table[claim],
                                       "fresh_seeds": {arm: sorted(stored.get(arm, ())) for arm in self.claims[claim].arms},
-                                      "judged": None if found is None else asdict(found)}
+                                      "judged": None if found is None else asdict(found),
+                                      "not_tested": (not_tested or {}).get(claim) if found is None else None}
                               for claim, found in self.judge_family(name, differences).items()}
         estimation = {}
         for claim in self.family("estimation"):
@@ -286,16 +291,22 @@ class Design:
             module_file: the design module's file.
 
         The per-seed differences are :func:`seed_differences` of the pilot's claims and of the fresh ones,
-        each fresh claim kept only when every arm it is computed from is among the arms judged.
+        each fresh claim kept only when every arm it is computed from is among the arms judged. Once every
+        fresh seed is judged, a claim the fresh judging finds "not tested" is :meth:`section`'s
+        ``not_tested``, with its reason.
         """
         stored = self.stored(done)
         seeds, arms = self.judged_apart(stored)
         judged = [(self.pilot_seeds, pilot_claims)]
+        not_tested = {}
         if seeds:
             fresh = judge_fresh([self.arms[arm].run(self.profile, seed) for arm in arms for seed in seeds])
-            judged.append((seeds, {claim: entry for claim, entry in fresh.items()
-                                   if claim in self.claims and set(self.claims[claim].arms) <= set(arms)}))
-        return self.section(seed_differences(*judged), stored, module_file)
+            kept = {claim: entry for claim, entry in fresh.items()
+                    if claim in self.claims and set(self.claims[claim].arms) <= set(arms)}
+            judged.append((seeds, kept))
+            if seeds == list(self.fresh_seeds):
+                not_tested = {claim: entry["reason"] for claim, entry in kept.items() if entry["verdict"] == "not tested"}
+        return self.section(seed_differences(*judged), stored, module_file, not_tested)
 
     def describe(self, header: str | None = None) -> str:
         """The design as text: ``header`` (default: the pilot's seeds and how each claim's own sd is used),

@@ -106,7 +106,7 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
     "fresh seeds"}``. A judged claim's ``ours`` is the Hodges–Lehmann estimate over its fresh seeds with the
     interval of the test that made its verdict, at its family's level; ``detectable`` is the smallest effect
     the design could see (its MDE at 80 % power); a claim whose fresh seeds are not all stored yet is
-    ``pending``. An estimation-only claim has no verdict: its mean over every seed (pilot and fresh) with
+    ``pending``, one whose precondition failed on them ``not tested``. An estimation-only claim has no verdict: its mean over every seed (pilot and fresh) with
     the 95 % t-interval."""
     spec = f"+.{digits}g"
 
@@ -118,13 +118,14 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
         for name, entry in section["families"][family].items():
             judged = entry["judged"]
             fresh = min(len(seeds) for seeds in entry["fresh_seeds"].values())
+            pending = f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)"
             rows.append({"family": family, "claim": name,
-                         "verdict": f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)" if judged is None
-                         else judged["verdict"],
+                         "verdict": judged["verdict"] if judged else "not tested" if entry["not_tested"] else pending,
                          "ours": "" if judged is None else number_text(judged["estimate"], spec)
                          + interval(judged["interval"]),
                          "p": "" if judged is None else p_text(judged["p"], 3),
-                         "power": round(entry["power"], 2), "detectable": f"≥ {number_text(entry['mde'], '.2g')}",
+                         "power": round(entry["power"], 2),
+                         "detectable": "" if entry["not_tested"] else f"≥ {number_text(entry['mde'], '.2g')}",
                          "fresh seeds": fresh})
     for name, entry in section["estimation"].items():
         rows.append({"family": "estimation", "claim": name, "verdict": "—",
@@ -154,15 +155,16 @@ def design_agrees(section: dict[str, Any]) -> bool:
 
 
 def design_summary(section: dict[str, Any], pilot_claims: dict[str, dict[str, Any]]) -> str:
-    """Markdown lines on a design section: per family the count of each verdict on the fresh seeds and of
-    the claims still pending, then every judged claim whose verdict differs from the pilot's (its entry in
+    """Markdown lines on a design section: per family the count of each verdict on the fresh seeds, of the
+    claims not tested on them and of those still pending, then every judged claim whose verdict differs from the pilot's (its entry in
     ``pilot_claims``, the results file's ``checks["claims"]``), contradictions of the paper first."""
     lines = []
     changed = []
     for family in FAMILIES:
         entries = section["families"][family]
-        judged = [entry["judged"]["verdict"] for entry in entries.values() if entry["judged"] is not None]
-        counts = ", ".join(f"{judged.count(mark)} {mark}" for mark in ("✗", "✓", "?") if mark in judged)
+        judged = [entry["judged"]["verdict"] if entry["judged"] else "not tested"
+                  for entry in entries.values() if entry["judged"] or entry["not_tested"]]
+        counts = ", ".join(f"{judged.count(mark)} {mark}" for mark in ("✗", "✓", "?", "not tested") if mark in judged)
         pending = len(entries) - len(judged)
         claims = f"{len(entries)} claim{'' if len(entries) == 1 else 's'}"
         lines.append(f"- **{family}** ({claims}): " + (counts or "none judged yet")
@@ -183,8 +185,8 @@ def design_in_brief(section: dict[str, Any], digits: int = 3) -> str:
     rows = design_table(section, digits)
     judged = [row for row in rows if row["verdict"] in VERDICT_ORDER]
     first, last = section["fresh_seeds"][0], section["fresh_seeds"][-1]
-    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in judged)}" for mark in ("✗", "✓", "?")
-                        if any(row["verdict"] == mark for row in judged))
+    counts = " · ".join(f"{mark} {sum(row['verdict'] == mark for row in judged)}"
+                        for mark in ("✗", "✓", "?", "not tested") if any(row["verdict"] == mark for row in judged))
     estimated = sum(row["family"] == "estimation" for row in rows)
     decided = f"{counts}** of {len(judged)} judged claims (" if judged else "nothing yet** ("
     head = (f"**Decided on fresh seeds {first}–{last}: {decided}{len(rows) - len(judged) - estimated} pending, "
@@ -260,6 +262,8 @@ def claim_verdict(stored: dict[str, Any] | None, design: dict[str, Any] | None, 
     pilot = "" if stored is None else stored["verdict"]
     if entry["family"] == "estimation":
         return ClaimVerdict("estimated", "every seed", pilot)
+    if entry["not_tested"]:
+        return ClaimVerdict("not tested", "fresh seeds", pilot)
     if entry["judged"] is None:
         return ClaimVerdict("pending", "pending", pilot)
     return ClaimVerdict(entry["judged"]["verdict"], "fresh seeds", pilot)
