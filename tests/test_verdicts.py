@@ -92,7 +92,7 @@ def test_design_table_shows_verdicts_with_their_interval_pending_claims_and_esti
     assert estimated["ours"].startswith("+0 [")
     untested = design_table(design.section(differences, {"A": list(range(3, 13)), "B": list(range(3, 13))}, __file__,
                                            {"d": "τ-b sits at its tie bound"}))[1]
-    assert (untested["verdict"], untested["ours"], untested["p"], untested["detectable"]) == ("not tested", "", "", "")
+    assert (untested["verdict"], untested["ours"], untested["p"], untested["detectable"]) == ("not tested", "n/a", "", "")
 
 
 def test_p_values_are_rounded_once_from_their_unrounded_value():
@@ -127,4 +127,5 @@ def test_design_summary_counts_each_family_and_names_the_claims_the_fresh_seeds_
         "- *d*: ? on the pilot's seeds, ✗ on the fresh ones"]
     untested = design.section({"c": {s: 2.0 for s in range(3, 13)}}, {}, __file__, {"e": "a precondition failed"})
     assert design_summary(untested, pilot).splitlines() == [
-        "- **primary** (2 claims): 1 ✓, 1 pending", "- **secondary** (1 claim): 1 not tested"]
+        "- **primary** (2 claims): 1 ✓, 1 pending", "- **secondary** (1 claim): 1 not tested",
+        "- *e*: ? on the pilot's seeds, not tested on the fresh ones"]

@@ -106,7 +106,8 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
     "fresh seeds"}``. A judged claim's ``ours`` is the Hodges–Lehmann estimate over its fresh seeds with the
     interval of the test that made its verdict, at its family's level; ``detectable`` is the smallest effect
     the design could see (its MDE at 80 % power); a claim whose fresh seeds are not all stored yet is
-    ``pending``, one whose precondition failed on them ``not tested``. An estimation-only claim has no verdict: its mean over every seed (pilot and fresh) with
+    ``pending``, one whose precondition failed on them ``not tested`` (``ours``: ``n/a``, as in
+    :func:`claims_table`). An estimation-only claim has no verdict: its mean over every seed (pilot and fresh) with
     the 95 % t-interval."""
     spec = f"+.{digits}g"
 
@@ -121,8 +122,8 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
             pending = f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)"
             rows.append({"family": family, "claim": name,
                          "verdict": judged["verdict"] if judged else "not tested" if entry["not_tested"] else pending,
-                         "ours": "" if judged is None else number_text(judged["estimate"], spec)
-                         + interval(judged["interval"]),
+                         "ours": number_text(judged["estimate"], spec) + interval(judged["interval"]) if judged
+                         else "n/a" if entry["not_tested"] else "",
                          "p": "" if judged is None else p_text(judged["p"], 3),
                          "power": round(entry["power"], 2),
                          "detectable": "" if entry["not_tested"] else f"≥ {number_text(entry['mde'], '.2g')}",
@@ -155,23 +156,24 @@ def design_agrees(section: dict[str, Any]) -> bool:
 
 
 def design_summary(section: dict[str, Any], pilot_claims: dict[str, dict[str, Any]]) -> str:
-    """Markdown lines on a design section: per family the count of each verdict on the fresh seeds, of the
-    claims not tested on them and of those still pending, then every judged claim whose verdict differs from the pilot's (its entry in
-    ``pilot_claims``, the results file's ``checks["claims"]``), contradictions of the paper first."""
+    """Markdown lines on a design section: per family the count of each verdict on the fresh seeds ("not
+    tested" where a claim's precondition failed on them) and of the claims still pending, then every claim
+    whose fresh verdict differs from the pilot's (its entry in ``pilot_claims``, the results file's
+    ``checks["claims"]``), contradictions of the paper first."""
     lines = []
     changed = []
     for family in FAMILIES:
         entries = section["families"][family]
-        judged = [entry["judged"]["verdict"] if entry["judged"] else "not tested"
-                  for entry in entries.values() if entry["judged"] or entry["not_tested"]]
-        counts = ", ".join(f"{judged.count(mark)} {mark}" for mark in ("✗", "✓", "?", "not tested") if mark in judged)
-        pending = len(entries) - len(judged)
+        fresh = {name: entry["judged"]["verdict"] if entry["judged"] else "not tested"
+                 for name, entry in entries.items() if entry["judged"] or entry["not_tested"]}
+        verdicts = list(fresh.values())
+        counts = ", ".join(f"{verdicts.count(mark)} {mark}" for mark in ("✗", "✓", "?", "not tested") if mark in verdicts)
+        pending = len(entries) - len(fresh)
         claims = f"{len(entries)} claim{'' if len(entries) == 1 else 's'}"
         lines.append(f"- **{family}** ({claims}): " + (counts or "none judged yet")
-                     + (f", {pending} pending" if pending and judged else ""))
-        changed += [(entry["judged"]["verdict"], name) for name, entry in entries.items()
-                    if entry["judged"] is not None and name in pilot_claims
-                    and entry["judged"]["verdict"] != pilot_claims[name]["verdict"]]
+                     + (f", {pending} pending" if pending and fresh else ""))
+        changed += [(verdict, name) for name, verdict in fresh.items()
+                    if name in pilot_claims and verdict != pilot_claims[name]["verdict"]]
     order = {mark: rank for rank, mark in enumerate(VERDICT_ORDER)}
     lines += [f"- *{markdown_escaped(name)}*: {pilot_claims[name]['verdict']} on the pilot's seeds, {fresh} on the "
               "fresh ones" for fresh, name in sorted(changed, key=lambda pair: order[pair[0]])]
