@@ -99,6 +99,14 @@ def claims_table(claims: dict[str, dict[str, Any]], digits: int = 3) -> list[dic
     return rows
 
 
+def fresh_verdict(entry: dict[str, Any]) -> str | None:
+    """A design claim's verdict on its fresh seeds (an entry of a design section's family): the judged one,
+    ``"not tested"`` where its precondition failed on them, ``None`` while they are not all stored."""
+    if entry["judged"]:
+        return entry["judged"]["verdict"]
+    return "not tested" if entry["not_tested"] else None
+
+
 def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any]]:
     """Rows for a chapter's table of its confirmatory design (a results file's ``checks["design"]``,
     :meth:`~sparse_tutorial.stats.design.Design.section`): the primary family, the secondary, then the
@@ -119,9 +127,8 @@ def design_table(section: dict[str, Any], digits: int = 3) -> list[dict[str, Any
         for name, entry in section["families"][family].items():
             judged = entry["judged"]
             fresh = min(len(seeds) for seeds in entry["fresh_seeds"].values())
-            pending = f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)"
             rows.append({"family": family, "claim": name,
-                         "verdict": judged["verdict"] if judged else "not tested" if entry["not_tested"] else pending,
+                         "verdict": fresh_verdict(entry) or f"pending ({fresh}/{len(section['fresh_seeds'])} fresh seeds)",
                          "ours": number_text(judged["estimate"], spec) + interval(judged["interval"]) if judged
                          else "n/a" if entry["not_tested"] else "",
                          "p": "" if judged is None else p_text(judged["p"], 3),
@@ -164,8 +171,7 @@ def design_summary(section: dict[str, Any], pilot_claims: dict[str, dict[str, An
     changed = []
     for family in FAMILIES:
         entries = section["families"][family]
-        fresh = {name: entry["judged"]["verdict"] if entry["judged"] else "not tested"
-                 for name, entry in entries.items() if entry["judged"] or entry["not_tested"]}
+        fresh = {name: verdict for name, entry in entries.items() if (verdict := fresh_verdict(entry))}
         verdicts = list(fresh.values())
         counts = ", ".join(f"{verdicts.count(mark)} {mark}" for mark in ("✗", "✓", "?", "not tested") if mark in verdicts)
         pending = len(entries) - len(fresh)
@@ -264,11 +270,8 @@ def claim_verdict(stored: dict[str, Any] | None, design: dict[str, Any] | None, 
     pilot = "" if stored is None else stored["verdict"]
     if entry["family"] == "estimation":
         return ClaimVerdict("estimated", "every seed", pilot)
-    if entry["not_tested"]:
-        return ClaimVerdict("not tested", "fresh seeds", pilot)
-    if entry["judged"] is None:
-        return ClaimVerdict("pending", "pending", pilot)
-    return ClaimVerdict(entry["judged"]["verdict"], "fresh seeds", pilot)
+    verdict = fresh_verdict(entry)
+    return ClaimVerdict("pending", "pending", pilot) if verdict is None else ClaimVerdict(verdict, "fresh seeds", pilot)
 
 
 def verdicts_in_brief(claims: dict[str, dict[str, Any]], digits: int = 3, design: dict[str, Any] | None = None) -> str:
